@@ -1,0 +1,38 @@
+# todayd: build, test, benchmark.
+SWIFT ?= swift
+CONFIG ?= debug
+BUILD = .build/$(CONFIG)
+BENCH_OUT = .build/bench
+TEST_BINARY = .build/debug/TodayPackageTests.xctest
+
+.PHONY: all deps build release test bench run clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	$(SWIFT) build -c $(CONFIG)
+
+release: deps
+	$(SWIFT) build -c release
+
+# The whole suite. Tests start their own dbus-daemon and stop it.
+test: deps
+	$(SWIFT) build --build-tests
+	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
+
+# Side-by-side benchmarks against the C references in ../shared/bench (or BENCH_REF).
+BENCH_REF ?= $(firstword $(wildcard ../shared/bench) bench/reference)
+bench: deps release
+	mkdir -p $(BENCH_OUT)
+	$(MAKE) -C $(BENCH_REF) OUT=$(abspath $(BENCH_OUT))
+	scripts/bench-dbus $(BENCH_OUT) .build/release
+
+# The daemon on a bus of its own.
+run: release
+	.build/release/todayd --private-bus --verbose
+
+clean:
+	$(SWIFT) package clean

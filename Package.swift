@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Today",
+    products: [
+        .library(name: "TodayKit", targets: ["TodayKit"]),
+        .executable(name: "todayd", targets: ["todayd"]),
+        .executable(name: "todayctl", targets: ["todayctl"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+        .target(name: "DBus", dependencies: ["CDBus"]),
+        .target(name: "PropertyList", dependencies: ["CLibXML2"]),
+        .target(name: "TodayCore", dependencies: ["DBus", "PropertyList"]),
+        .target(name: "TodayKit", dependencies: ["DBus", "PropertyList"]),
+        .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
+        .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayKit"]),
+        .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
+        .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
+        .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+        .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,435 @@
+import CDBus
+import Foundation
+import Glibc
+import Synchronization
+
+/// A private connection to a message bus, driven by one loop thread of its own.
+///
+/// Every libdbus call on the connection happens on that thread; other threads
+/// hand it work through a queue and an eventfd. Method handlers run as tasks,
+/// so a slow handler never delays other calls. Call `close()` when done.
+public final class Connection: @unchecked Sendable {
+    // @unchecked: `raw`, `watches`, `timeouts`, `pending` and `subscriptions`
+    // are touched only on the loop thread (see `isOnLoopThread`); everything
+    // shared with other threads is behind a Mutex or immutable.
+    let raw: OpaquePointer
+    /// This connection's unique name on the bus, such as `:1.42`.
+    public let uniqueName: String
+    /// The objects this connection exports.
+    public let objects: ObjectServer
+
+    private let wakeFD: Int32
+    private let shared = Mutex(Shared())
+    private var watches: [OpaquePointer] = []
+    private var timeouts: [OpaquePointer: Int64] = [:]
+    private var pending: [UInt32: PendingReply] = [:]
+    private var subscriptions: [UInt64: Subscription] = [:]
+    private var loopThread: pthread_t?
+
+    private struct Shared {
+        var jobs: [@Sendable () -> Void] = []
+        var closed = false
+        var nextSubscription: UInt64 = 1
+        var disconnectHandlers: [@Sendable () -> Void] = []
+    }
+
+    private struct PendingReply {
+        let continuation: CheckedContinuation<Message, any Error>
+        let deadline: Int64
+    }
+
+    private struct Subscription {
+        let rule: MatchRule
+        let handler: @Sendable (Message) -> Void
+    }
+
+    /// Connects to the bus at `address` and says Hello.
+    /// The corresponding C functions are `dbus_connection_open_private` and `dbus_bus_register`.
+    public init(address: String) throws {
+        _ = dbus_threads_init_default()
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let raw = dbus_connection_open_private(address, &error) else {
+            throw Connection.convert(&error, fallback: "cannot connect to the bus at \(address)")
+        }
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        guard dbus_bus_register(raw, &error) != 0, let unique = dbus_bus_get_unique_name(raw) else {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            throw Connection.convert(&error, fallback: "the bus at \(address) refused the connection")
+        }
+        self.raw = raw
+        self.uniqueName = String(cString: unique)
+        self.wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        self.objects = ObjectServer()
+        objects.connection = self
+        startLoop()
+    }
+
+    /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS`.
+    public static func session() throws -> Connection {
+        guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {
+            throw DBusError(.disconnected, "DBUS_SESSION_BUS_ADDRESS is not set: start a session bus or pass --address")
+        }
+        return try Connection(address: address)
+    }
+
+    static func convert(_ error: inout CDBus.DBusError, fallback: String) -> DBusError {
+        guard dbus_error_is_set(&error) != 0 else { return DBusError(.failed, fallback) }
+        let name = error.name.flatMap { ErrorName(rawValue: String(cString: $0)) } ?? .failed
+        let message = error.message.map { String(cString: $0) } ?? fallback
+        return DBusError(name, message)
+    }
+
+    /// True while the connection is open.
+    public var isOpen: Bool { !shared.withLock { $0.closed } }
+
+    /// Closes the connection: pending calls fail with `Disconnected`.
+    public func close() {
+        submit { [self] in shutDown() }
+    }
+
+    /// Runs `handler` once when the connection is lost or closed.
+    public func onDisconnect(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = shared.withLock { state -> Bool in
+            if state.closed { return true }
+            state.disconnectHandlers.append(handler)
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    // MARK: Sending
+
+    /// Calls a method and waits for its reply; a remote error is thrown as a
+    /// `DBusError` with its name and message.
+    @discardableResult
+    public func call(
+        _ destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
+        _ arguments: [Value] = [], timeout: Duration = .seconds(25)
+    ) async throws -> Message {
+        let message = try MessageHandle.methodCall(
+            destination: destination?.rawValue, path: path, interface: interface, member: member)
+        try message.append(arguments)
+        let milliseconds = Int64(timeout.components.seconds) * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        let reply = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Message, any Error>) in
+            let accepted = submit { [self] in
+                var serial: UInt32 = 0
+                guard dbus_connection_send(raw, message.pointer, &serial) != 0 else {
+                    continuation.resume(throwing: DBusError(.noMemory, "out of memory sending a call"))
+                    return
+                }
+                pending[serial] = PendingReply(continuation: continuation, deadline: Connection.now() + milliseconds)
+            }
+            if !accepted {
+                continuation.resume(throwing: DBusError.disconnected("the connection to the bus is closed"))
+            }
+        }
+        if let error = reply.error { throw error }
+        return reply
+    }
+
+    /// Calls a method on the bus itself (`org.freedesktop.DBus`).
+    @discardableResult
+    public func callBus(_ member: MemberName, _ arguments: [Value] = []) async throws -> Message {
+        try await call(.bus, path: ObjectPath("/org/freedesktop/DBus"), interface: .bus, member: member, arguments)
+    }
+
+    /// Emits a signal: to everyone who listens, or only to `destination`.
+    public func emit(
+        path: ObjectPath, interface: InterfaceName, member: MemberName, _ arguments: [Value],
+        to destination: BusName? = nil
+    ) throws {
+        let message = try MessageHandle.signal(path: path, interface: interface, member: member)
+        try message.append(arguments)
+        if let destination { message.setDestination(destination.rawValue) }
+        send(message)
+    }
+
+    /// Queues `message` for sending from the loop thread.
+    func send(_ message: MessageHandle) {
+        if isOnLoopThread {
+            dbus_connection_send(raw, message.pointer, nil)
+        } else {
+            submit { [self] in _ = dbus_connection_send(raw, message.pointer, nil) }
+        }
+    }
+
+    // MARK: Bus services
+
+    public struct RequestNameFlags: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let allowReplacement = RequestNameFlags(rawValue: 1)
+        public static let replaceExisting = RequestNameFlags(rawValue: 2)
+        public static let doNotQueue = RequestNameFlags(rawValue: 4)
+    }
+
+    public enum RequestNameReply: UInt32, Sendable {
+        case primaryOwner = 1, inQueue = 2, exists = 3, alreadyOwner = 4
+    }
+
+    /// Asks the bus for a well-known name.
+    public func requestName(_ name: BusName, flags: RequestNameFlags) async throws -> RequestNameReply {
+        let reply = try await callBus(MemberName("RequestName"), [.string(name.rawValue), .uint32(flags.rawValue)])
+        guard case .uint32(let code)? = reply.body.first, let result = RequestNameReply(rawValue: code) else {
+            throw DBusError.failed("the bus gave an unexpected answer to RequestName")
+        }
+        return result
+    }
+
+    /// Gives a well-known name back to the bus.
+    public func releaseName(_ name: BusName) async throws {
+        try await callBus(MemberName("ReleaseName"), [.string(name.rawValue)])
+    }
+
+    /// Who is on the other end of a connection, as the bus tells it.
+    public struct Credentials: Sendable, Hashable {
+        public var userID: UInt32?
+        public var processID: UInt32?
+    }
+
+    /// The credentials of the connection that owns `name`.
+    public func credentials(of name: String) async throws -> Credentials {
+        let reply = try await callBus(MemberName("GetConnectionCredentials"), [.string(name)])
+        let entries = reply.body.first?.stringDictionary ?? [:]
+        return Credentials(
+            userID: entries["UnixUserID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } },
+            processID: entries["ProcessID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } })
+    }
+
+    /// Delivers messages that match `rule` to `handler` (on the loop thread;
+    /// keep it short). The rule is also added on the bus unless it only
+    /// concerns messages sent to this connection anyway.
+    @discardableResult
+    public func subscribe(
+        _ rule: MatchRule, addToBus: Bool = true, handler: @escaping @Sendable (Message) -> Void
+    ) async throws -> UInt64 {
+        let id = shared.withLock { state -> UInt64 in
+            defer { state.nextSubscription += 1 }
+            return state.nextSubscription
+        }
+        if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
+        submit { [self] in subscriptions[id] = Subscription(rule: rule, handler: handler) }
+        return id
+    }
+
+    /// Stops a subscription made with `subscribe`.
+    public func unsubscribe(_ id: UInt64, rule: MatchRule? = nil) async {
+        submit { [self] in subscriptions[id] = nil }
+        if let rule { _ = try? await callBus(MemberName("RemoveMatch"), [.string(rule.text)]) }
+    }
+
+    // MARK: The loop
+
+    /// Runs `job` on the loop thread. False when the connection is closed.
+    @discardableResult
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let accepted = shared.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted {
+            var one: UInt64 = 1
+            _ = Glibc.write(wakeFD, &one, 8)
+        }
+        return accepted
+    }
+
+    var isOnLoopThread: Bool {
+        guard let loopThread else { return false }
+        return pthread_equal(loopThread, pthread_self()) != 0
+    }
+
+    private func startLoop() {
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            loopThread = pthread_self()
+            started.signal()
+            runLoop()
+        }
+        thread.name = "dbus-connection"
+        thread.start()
+        started.wait()
+    }
+
+    static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    private func runLoop() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_set_watch_functions(
+            raw,
+            { watch, data in
+                guard let watch, let data else { return 0 }
+                Unmanaged<Connection>.fromOpaque(data).takeUnretainedValue().watches.append(watch)
+                return 1
+            },
+            { watch, data in
+                guard let watch, let data else { return }
+                Unmanaged<Connection>.fromOpaque(data).takeUnretainedValue().watches.removeAll { $0 == watch }
+            },
+            nil, me, nil)
+        dbus_connection_set_timeout_functions(
+            raw,
+            { timeout, data in
+                guard let timeout, let data else { return 0 }
+                let connection = Unmanaged<Connection>.fromOpaque(data).takeUnretainedValue()
+                connection.timeouts[timeout] = Connection.now() + Int64(dbus_timeout_get_interval(timeout))
+                return 1
+            },
+            { timeout, data in
+                guard let timeout, let data else { return }
+                Unmanaged<Connection>.fromOpaque(data).takeUnretainedValue().timeouts[timeout] = nil
+            },
+            { timeout, data in
+                guard let timeout, let data else { return }
+                let connection = Unmanaged<Connection>.fromOpaque(data).takeUnretainedValue()
+                connection.timeouts[timeout] = Connection.now() + Int64(dbus_timeout_get_interval(timeout))
+            },
+            me, nil)
+        dbus_connection_add_filter(
+            raw,
+            { _, message, data in
+                guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+                return Unmanaged<Connection>.fromOpaque(data).takeUnretainedValue().filter(message)
+            },
+            me, nil)
+
+        var fds: [pollfd] = []
+        var polled: [OpaquePointer] = []
+        while true {
+            let jobs = shared.withLock { state -> [@Sendable () -> Void] in
+                defer { state.jobs.removeAll(keepingCapacity: true) }
+                return state.jobs
+            }
+            for job in jobs { job() }
+            if shared.withLock({ $0.closed }) && pending.isEmpty && watches.isEmpty { break }
+            if dbus_connection_get_is_connected(raw) == 0 && shared.withLock({ $0.closed }) { break }
+
+            while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
+                dbus_connection_dispatch(raw)
+            }
+
+            fds.removeAll(keepingCapacity: true)
+            polled.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            for watch in watches where dbus_watch_get_enabled(watch) != 0 {
+                let flags = dbus_watch_get_flags(watch)
+                var events: Int16 = 0
+                if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+                if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+                fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+                polled.append(watch)
+            }
+            let wait = pollTimeout()
+            let count = poll(&fds, nfds_t(fds.count), wait)
+            if count < 0 && errno != EINTR { break }
+            if fds[0].revents != 0 {
+                var value: UInt64 = 0
+                _ = Glibc.read(wakeFD, &value, 8)
+            }
+            for (index, watch) in polled.enumerated() {
+                let revents = fds[index + 1].revents
+                guard revents != 0, watches.contains(watch) else { continue }
+                var flags: UInt32 = 0
+                if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
+                if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
+                if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+                if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
+                dbus_watch_handle(watch, flags)
+            }
+            fireTimeouts()
+        }
+        dbus_connection_unref(raw)
+        Glibc.close(wakeFD)
+    }
+
+    private func pollTimeout() -> Int32 {
+        var nearest = Int64.max
+        for (timeout, deadline) in timeouts where dbus_timeout_get_enabled(timeout) != 0 {
+            nearest = min(nearest, deadline)
+        }
+        for reply in pending.values { nearest = min(nearest, reply.deadline) }
+        if nearest == Int64.max { return -1 }
+        return Int32(clamping: max(0, nearest - Connection.now()))
+    }
+
+    private func fireTimeouts() {
+        let now = Connection.now()
+        for (timeout, deadline) in timeouts where deadline <= now && dbus_timeout_get_enabled(timeout) != 0 {
+            timeouts[timeout] = now + Int64(dbus_timeout_get_interval(timeout))
+            dbus_timeout_handle(timeout)
+        }
+        let expired = pending.filter { $0.value.deadline <= now }
+        for (serial, reply) in expired {
+            pending[serial] = nil
+            reply.continuation.resume(throwing: DBusError(.noReply, "no reply within the time allowed"))
+        }
+    }
+
+    private func filter(_ pointer: OpaquePointer) -> DBusHandlerResult {
+        let handle = MessageHandle(owning: dbus_message_ref(pointer))
+        let type = dbus_message_get_type(pointer)
+        if type == 2 || type == 3 {  // method return or error
+            let serial = dbus_message_get_reply_serial(pointer)
+            guard let reply = pending.removeValue(forKey: serial) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            do {
+                reply.continuation.resume(returning: try handle.decode())
+            } catch {
+                reply.continuation.resume(throwing: error)
+            }
+            return DBUS_HANDLER_RESULT_HANDLED
+        }
+        if type == 4 {
+            if dbus_message_is_signal(pointer, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
+                connectionLost()
+                return DBUS_HANDLER_RESULT_HANDLED
+            }
+            guard !subscriptions.isEmpty, let message = try? handle.decode() else {
+                return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            }
+            for subscription in subscriptions.values where subscription.rule.matches(message) {
+                subscription.handler(message)
+            }
+            return DBUS_HANDLER_RESULT_HANDLED
+        }
+        if type == 1 {
+            objects.dispatch(handle, on: self)
+            return DBUS_HANDLER_RESULT_HANDLED
+        }
+        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    }
+
+    private func connectionLost() {
+        let handlers = shared.withLock { state -> [@Sendable () -> Void] in
+            state.closed = true
+            defer { state.disconnectHandlers = [] }
+            return state.disconnectHandlers
+        }
+        failPending()
+        for handler in handlers { handler() }
+    }
+
+    private func failPending() {
+        let replies = pending
+        pending = [:]
+        for reply in replies.values {
+            reply.continuation.resume(throwing: DBusError.disconnected("the connection to the bus was closed"))
+        }
+    }
+
+    private func shutDown() {
+        dbus_connection_flush(raw)
+        dbus_connection_close(raw)
+        // libdbus queues the Disconnected signal; dispatching it runs `connectionLost`.
+        while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+        connectionLost()
+        watches.removeAll()
+    }
+}

@@ -1,0 +1,141 @@
+import Synchronization
+
+/// A method call as a handler sees it.
+public struct MethodCall: Sendable {
+    public let message: Message
+    public let connection: Connection
+    /// The unique bus name of the caller.
+    public var sender: String { message.sender ?? "" }
+    public var arguments: [Value] { message.body }
+}
+
+/// Answers a method call with the values of its declared outputs.
+public typealias MethodHandler = @Sendable (MethodCall) async throws -> [Value]
+/// Answers a method call at once, on the connection's loop thread. Only for
+/// work that cannot block.
+public typealias ImmediateMethodHandler = @Sendable (MethodCall) throws -> [Value]
+/// Accepts or refuses a new value for a writable property; the value is
+/// stored and announced once this returns.
+public typealias PropertySetter = @Sendable (MethodCall, Value) async throws -> Void
+
+/// One interface of one exported object: its declaration, the handlers of
+/// its methods and the current values of its properties.
+public final class ExportedInterface: Sendable {
+    public let interface: Interface
+
+    enum Handler {
+        case task(MethodHandler)
+        case immediate(ImmediateMethodHandler)
+    }
+
+    let handlers: [String: Handler]
+    let setters: [String: PropertySetter]
+    private let state: Mutex<State>
+
+    private struct State {
+        var values: [String: Value]
+        weak var connection: Connection?
+        var path: ObjectPath?
+    }
+
+    /// Binds handlers to a declaration. Every declared method needs exactly
+    /// one handler, every readable property an initial value, and every
+    /// writable one a setter.
+    public init(
+        _ interface: Interface,
+        properties: [String: Value] = [:],
+        methods: [String: MethodHandler] = [:],
+        immediate: [String: ImmediateMethodHandler] = [:],
+        setters: [String: PropertySetter] = [:]
+    ) {
+        var handlers: [String: Handler] = methods.mapValues { .task($0) }
+        for (name, handler) in immediate { handlers[name] = .immediate(handler) }
+        precondition(
+            Set(handlers.keys) == Set(interface.methods.map(\.name.rawValue)),
+            "handlers of \(interface.name) do not match its declared methods")
+        for property in interface.properties {
+            if property.isReadable {
+                precondition(properties[property.name]?.type == property.type, "no \(property.type) value for \(property.name)")
+            }
+            if property.isWritable { precondition(setters[property.name] != nil, "no setter for \(property.name)") }
+        }
+        self.interface = interface
+        self.handlers = handlers
+        self.setters = setters
+        self.state = Mutex(State(values: properties))
+    }
+
+    /// The current value of a property.
+    public subscript(property name: String) -> Value? {
+        state.withLock { $0.values[name] }
+    }
+
+    /// All readable properties, in declaration order.
+    public var allProperties: [(String, Value)] {
+        state.withLock { state in
+            interface.properties.compactMap { property in
+                guard property.isReadable, let value = state.values[property.name] else { return nil }
+                return (property.name, value)
+            }
+        }
+    }
+
+    /// Changes properties and announces the change in one PropertiesChanged
+    /// signal, as each property's declaration says. Unchanged values are
+    /// not announced.
+    public func set(_ changes: [(String, Value)]) {
+        var changed: [(String, Value)] = []
+        var invalidated: [String] = []
+        let target = state.withLock { state -> (Connection, ObjectPath)? in
+            for (name, value) in changes {
+                guard let property = interface.property(named: name) else {
+                    preconditionFailure("\(interface.name) has no property \(name)")
+                }
+                precondition(value.type == property.type, "\(name) is \(property.type), not \(value.type)")
+                guard state.values[name] != value else { continue }
+                state.values[name] = value
+                switch property.changeSignal {
+                case .emits: changed.append((name, value))
+                case .invalidates: invalidated.append(name)
+                case .const, .none: break
+                }
+            }
+            guard let connection = state.connection, let path = state.path else { return nil }
+            return (connection, path)
+        }
+        guard let (connection, path) = target, !(changed.isEmpty && invalidated.isEmpty) else { return }
+        try? connection.emit(
+            path: path, interface: .properties, member: MemberName("PropertiesChanged"),
+            [.string(interface.name.rawValue), .vardict(changed), .strings(invalidated)])
+    }
+
+    public func set(_ name: String, _ value: Value) { set([(name, value)]) }
+
+    /// Emits one of the interface's signals from its object, to everyone or
+    /// only to `destination`.
+    public func emit(_ name: String, _ arguments: [Value], to destination: BusName? = nil) throws {
+        guard let signal = interface.signal(named: name) else {
+            preconditionFailure("\(interface.name) has no signal \(name)")
+        }
+        guard arguments.map(\.type) == signal.arguments.map(\.type) else {
+            throw DBusError.invalidArgs("signal \(name) takes \(signal.arguments.map(\.type.signature).joined())")
+        }
+        let target = state.withLock { state in (state.connection, state.path) }
+        guard let connection = target.0, let path = target.1 else { return }
+        try connection.emit(path: path, interface: interface.name, member: signal.name, arguments, to: destination)
+    }
+
+    func attach(to connection: Connection, at path: ObjectPath) {
+        state.withLock { state in
+            state.connection = connection
+            state.path = path
+        }
+    }
+
+    func detach() {
+        state.withLock { state in
+            state.connection = nil
+            state.path = nil
+        }
+    }
+}

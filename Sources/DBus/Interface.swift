@@ -1,0 +1,193 @@
+import Foundation
+
+/// A D-Bus interface declared once, as data: its methods with argument names
+/// and types, its properties with access and change-signal behaviour, and its
+/// signals. Dispatch, argument checking, `Properties`, PropertiesChanged and
+/// the introspection XML all follow from this one value.
+public struct Interface: Sendable {
+    public let name: InterfaceName
+    public let methods: [Method]
+    public let properties: [Property]
+    public let signals: [Signal]
+
+    public init(_ name: InterfaceName, methods: [Method] = [], properties: [Property] = [], signals: [Signal] = []) {
+        self.name = name
+        self.methods = methods
+        self.properties = properties
+        self.signals = signals
+    }
+
+    public func method(named name: String) -> Method? { methods.first { $0.name.rawValue == name } }
+    public func property(named name: String) -> Property? { properties.first { $0.name == name } }
+    public func signal(named name: String) -> Signal? { signals.first { $0.name.rawValue == name } }
+}
+
+/// A named, typed argument of a method or signal.
+public struct Argument: Sendable {
+    public let name: String
+    public let type: DBusType
+    public init(_ name: String, _ type: DBusType) {
+        self.name = name
+        self.type = type
+    }
+}
+
+public struct Method: Sendable {
+    public let name: MemberName
+    public let inputs: [Argument]
+    public let outputs: [Argument]
+    /// The signature a call must carry.
+    public let inputSignature: String
+    public let outputSignature: String
+
+    public init(_ name: MemberName, in inputs: [Argument] = [], out outputs: [Argument] = []) {
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.inputSignature = inputs.map(\.type.signature).joined()
+        self.outputSignature = outputs.map(\.type.signature).joined()
+    }
+}
+
+public struct Signal: Sendable {
+    public let name: MemberName
+    public let arguments: [Argument]
+    public init(_ name: MemberName, _ arguments: [Argument] = []) {
+        self.name = name
+        self.arguments = arguments
+    }
+}
+
+public struct Property: Sendable {
+    public enum Access: String, Sendable { case read, write, readwrite }
+
+    /// The `org.freedesktop.DBus.Property.EmitsChangedSignal` annotation.
+    public enum ChangeSignal: String, Sendable {
+        /// PropertiesChanged carries the new value.
+        case emits = "true"
+        /// PropertiesChanged names the property without its value.
+        case invalidates
+        /// The value never changes while the object exists.
+        case const
+        /// Changes are not signalled.
+        case none = "false"
+    }
+
+    public let name: String
+    public let type: DBusType
+    public let access: Access
+    public let changeSignal: ChangeSignal
+
+    public init(_ name: String, _ type: DBusType, access: Access = .read, changeSignal: ChangeSignal = .emits) {
+        self.name = name
+        self.type = type
+        self.access = access
+        self.changeSignal = changeSignal
+    }
+
+    public var isReadable: Bool { access != .write }
+    public var isWritable: Bool { access != .read }
+}
+
+// MARK: The standard interfaces, declared the same way
+
+extension Interface {
+    public static let introspectable = Interface(
+        .introspectable, methods: [Method(MemberName("Introspect"), out: [Argument("xml_data", "s")])])
+
+    public static let peer = Interface(
+        .peer,
+        methods: [
+            Method(MemberName("Ping")),
+            Method(MemberName("GetMachineId"), out: [Argument("machine_uuid", "s")]),
+        ])
+
+    public static let properties = Interface(
+        .properties,
+        methods: [
+            Method(
+                MemberName("Get"), in: [Argument("interface_name", "s"), Argument("property_name", "s")],
+                out: [Argument("value", "v")]),
+            Method(
+                MemberName("GetAll"), in: [Argument("interface_name", "s")],
+                out: [Argument("properties", "a{sv}")]),
+            Method(
+                MemberName("Set"),
+                in: [Argument("interface_name", "s"), Argument("property_name", "s"), Argument("value", "v")]),
+        ],
+        signals: [
+            Signal(
+                MemberName("PropertiesChanged"),
+                [
+                    Argument("interface_name", "s"), Argument("changed_properties", "a{sv}"),
+                    Argument("invalidated_properties", "as"),
+                ])
+        ])
+
+    public static let objectManager = Interface(
+        .objectManager,
+        methods: [
+            Method(MemberName("GetManagedObjects"), out: [Argument("objects", "a{oa{sa{sv}}}")])
+        ],
+        signals: [
+            Signal(
+                MemberName("InterfacesAdded"),
+                [Argument("object_path", "o"), Argument("interfaces_and_properties", "a{sa{sv}}")]),
+            Signal(MemberName("InterfacesRemoved"), [Argument("object_path", "o"), Argument("interfaces", "as")]),
+        ])
+}
+
+// MARK: Introspection XML
+
+extension Interface {
+    /// This interface as an `<interface>` element of introspection XML.
+    public func introspectionXML(indent: String = " ") -> String {
+        var xml = "\(indent)<interface name=\"\(name.rawValue)\">\n"
+        let inner = indent + " "
+        for method in methods {
+            let arguments =
+                method.inputs.map { ($0, "in") } + method.outputs.map { ($0, "out") }
+            if arguments.isEmpty {
+                xml += "\(inner)<method name=\"\(method.name.rawValue)\"/>\n"
+                continue
+            }
+            xml += "\(inner)<method name=\"\(method.name.rawValue)\">\n"
+            for (argument, direction) in arguments {
+                xml +=
+                    "\(inner) <arg name=\"\(argument.name)\" type=\"\(Interface.escape(argument.type.signature))\" direction=\"\(direction)\"/>\n"
+            }
+            xml += "\(inner)</method>\n"
+        }
+        for signal in signals {
+            if signal.arguments.isEmpty {
+                xml += "\(inner)<signal name=\"\(signal.name.rawValue)\"/>\n"
+                continue
+            }
+            xml += "\(inner)<signal name=\"\(signal.name.rawValue)\">\n"
+            for argument in signal.arguments {
+                xml += "\(inner) <arg name=\"\(argument.name)\" type=\"\(Interface.escape(argument.type.signature))\"/>\n"
+            }
+            xml += "\(inner)</signal>\n"
+        }
+        for property in properties {
+            xml +=
+                "\(inner)<property name=\"\(property.name)\" type=\"\(Interface.escape(property.type.signature))\" access=\"\(property.access.rawValue)\">\n"
+            xml +=
+                "\(inner) <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(property.changeSignal.rawValue)\"/>\n"
+            xml += "\(inner)</property>\n"
+        }
+        xml += "\(indent)</interface>\n"
+        return xml
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+
+    public static let introspectionDocType = """
+        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+
+        """
+}

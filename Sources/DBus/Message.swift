@@ -1,0 +1,122 @@
+import CDBus
+
+/// A message received from the bus, decoded into Swift values.
+public struct Message: Sendable {
+    public enum Kind: Sendable { case methodCall, methodReturn, error, signal }
+
+    public var kind: Kind
+    public var serial: UInt32
+    public var replySerial: UInt32
+    public var sender: String?
+    public var destination: String?
+    public var path: ObjectPath?
+    public var interface: String?
+    public var member: String?
+    public var errorName: String?
+    public var signature: String
+    public var body: [Value]
+    public var noReplyExpected: Bool
+
+    /// The remote error this message carries, when it is an error reply.
+    public var error: DBusError? {
+        guard kind == .error else { return nil }
+        let name = errorName.flatMap(ErrorName.init(rawValue:)) ?? .failed
+        let text = body.first?.string ?? "(no message)"
+        return DBusError(name, text)
+    }
+}
+
+/// The libdbus message handle. Owned by one Swift object; released with it.
+/// @unchecked Sendable: a message is built on one thread and then handed over
+/// whole; no two threads use it at once.
+final class MessageHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// Takes over one reference.
+    init(owning pointer: OpaquePointer) { self.pointer = pointer }
+
+    deinit { dbus_message_unref(pointer) }
+
+    static func methodCall(
+        destination: String?, path: ObjectPath, interface: InterfaceName?, member: MemberName
+    ) throws -> MessageHandle {
+        guard
+            let pointer = dbus_message_new_method_call(
+                destination, path.rawValue, interface?.rawValue, member.rawValue)
+        else { throw DBusError(.noMemory, "out of memory creating a method call") }
+        return MessageHandle(owning: pointer)
+    }
+
+    static func signal(path: ObjectPath, interface: InterfaceName, member: MemberName) throws -> MessageHandle {
+        guard let pointer = dbus_message_new_signal(path.rawValue, interface.rawValue, member.rawValue) else {
+            throw DBusError(.noMemory, "out of memory creating a signal")
+        }
+        return MessageHandle(owning: pointer)
+    }
+
+    static func methodReturn(to call: MessageHandle) throws -> MessageHandle {
+        guard let pointer = dbus_message_new_method_return(call.pointer) else {
+            throw DBusError(.noMemory, "out of memory creating a reply")
+        }
+        return MessageHandle(owning: pointer)
+    }
+
+    static func error(to call: MessageHandle, _ error: DBusError) throws -> MessageHandle {
+        let text = Validation.isTransportable(error.message) ? error.message : "(message had a NUL byte)"
+        guard let pointer = dbus_message_new_error(call.pointer, error.name.rawValue, text) else {
+            throw DBusError(.noMemory, "out of memory creating an error reply")
+        }
+        return MessageHandle(owning: pointer)
+    }
+
+    var signature: String { String(cString: dbus_message_get_signature(pointer)) }
+
+    func setDestination(_ destination: String) {
+        _ = dbus_message_set_destination(pointer, destination)
+    }
+
+    func setNoReply() { dbus_message_set_no_reply(pointer, 1) }
+
+    /// Appends `values`; on failure the message must not be sent.
+    func append(_ values: [Value]) throws {
+        var iterator = DBusMessageIter()
+        dbus_message_iter_init_append(pointer, &iterator)
+        for value in values {
+            try Marshal.append(value, to: &iterator)
+        }
+    }
+
+    func decode() throws -> Message {
+        let kind: Message.Kind
+        switch dbus_message_get_type(pointer) {
+        case 1: kind = .methodCall
+        case 2: kind = .methodReturn
+        case 3: kind = .error
+        default: kind = .signal
+        }
+        return Message(
+            kind: kind,
+            serial: dbus_message_get_serial(pointer),
+            replySerial: dbus_message_get_reply_serial(pointer),
+            sender: dbus_message_get_sender(pointer).map { String(cString: $0) },
+            destination: dbus_message_get_destination(pointer).map { String(cString: $0) },
+            path: dbus_message_get_path(pointer).map { ObjectPath(unchecked: String(cString: $0)) },
+            interface: dbus_message_get_interface(pointer).map { String(cString: $0) },
+            member: dbus_message_get_member(pointer).map { String(cString: $0) },
+            errorName: dbus_message_get_error_name(pointer).map { String(cString: $0) },
+            signature: signature,
+            body: try decodeBody(),
+            noReplyExpected: dbus_message_get_no_reply(pointer) != 0
+        )
+    }
+
+    func decodeBody() throws -> [Value] {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(pointer, &iterator) != 0 else { return [] }
+        var values: [Value] = []
+        repeat {
+            values.append(try Marshal.read(&iterator))
+        } while dbus_message_iter_next(&iterator) != 0
+        return values
+    }
+}

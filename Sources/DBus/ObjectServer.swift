@@ -1,0 +1,287 @@
+import CDBus
+import Synchronization
+
+/// The objects one connection exports, and the dispatch of method calls to
+/// them. Every call gets a reply: a result, or an error with its standard name.
+public final class ObjectServer: Sendable {
+    private let state = Mutex(State())
+
+    private struct State {
+        weak var connection: Connection?
+        var objects: [ObjectPath: [ExportedInterface]] = [:]
+        var managers: Set<ObjectPath> = []
+    }
+
+    var connection: Connection? {
+        get { state.withLock { $0.connection } }
+        set { state.withLock { $0.connection = newValue } }
+    }
+
+    /// Exports interfaces at `path` (adding to those already there). An
+    /// object manager above it announces them with InterfacesAdded.
+    public func export(_ path: ObjectPath, _ interfaces: [ExportedInterface]) {
+        let (connection, managers) = state.withLock { state -> (Connection?, [ObjectPath]) in
+            let existing = state.objects[path] ?? []
+            let names = Set(interfaces.map(\.interface.name))
+            state.objects[path] = existing.filter { !names.contains($0.interface.name) } + interfaces
+            return (state.connection, state.managers.filter { path.isDescendant(of: $0) })
+        }
+        guard let connection else { return }
+        for interface in interfaces { interface.attach(to: connection, at: path) }
+        let added = Value.dictionary(
+            key: .string, value: .dictionary(key: .string, value: .variant),
+            interfaces.map { DictionaryEntry(.string($0.interface.name.rawValue), .vardict($0.allProperties)) })
+        for manager in managers {
+            try? connection.emit(
+                path: manager, interface: .objectManager, member: MemberName("InterfacesAdded"),
+                [.objectPath(path), added])
+        }
+    }
+
+    /// Removes the object at `path`; an object manager above it announces
+    /// that with InterfacesRemoved.
+    public func unexport(_ path: ObjectPath) {
+        let (connection, removed, managers) = state.withLock {
+            state -> (Connection?, [ExportedInterface], [ObjectPath]) in
+            let removed = state.objects.removeValue(forKey: path) ?? []
+            return (state.connection, removed, state.managers.filter { path.isDescendant(of: $0) })
+        }
+        for interface in removed { interface.detach() }
+        guard let connection, !removed.isEmpty else { return }
+        for manager in managers {
+            try? connection.emit(
+                path: manager, interface: .objectManager, member: MemberName("InterfacesRemoved"),
+                [.objectPath(path), .strings(removed.map(\.interface.name.rawValue))])
+        }
+    }
+
+    /// Makes `path` an `org.freedesktop.DBus.ObjectManager` for the objects below it.
+    public func addObjectManager(at path: ObjectPath) {
+        state.withLock { _ = $0.managers.insert(path) }
+    }
+
+    /// The interfaces exported at `path`.
+    public func interfaces(at path: ObjectPath) -> [ExportedInterface] {
+        state.withLock { $0.objects[path] ?? [] }
+    }
+
+    public var paths: [ObjectPath] { state.withLock { Array($0.objects.keys) } }
+
+    // MARK: Dispatch (on the connection's loop thread)
+
+    func dispatch(_ handle: MessageHandle, on connection: Connection) {
+        let message: Message
+        do {
+            message = try handle.decode()
+        } catch {
+            return reply(to: handle, noReply: false, .failure(error), on: connection)
+        }
+        let outcome = route(message, handle: handle, on: connection)
+        switch outcome {
+        case .done(let result):
+            reply(to: handle, noReply: message.noReplyExpected, result, on: connection)
+        case .later(let work):
+            let noReply = message.noReplyExpected
+            Task {
+                let result: Result<([Value], String?), any Error>
+                do { result = .success(try await work()) } catch { result = .failure(error) }
+                self.reply(to: handle, noReply: noReply, result, on: connection)
+            }
+        }
+    }
+
+    private enum Outcome {
+        /// Values, and the signature they must have (nil: not checked).
+        case done(Result<([Value], String?), any Error>)
+        case later(@Sendable () async throws -> ([Value], String?))
+    }
+
+    private func route(_ message: Message, handle: MessageHandle, on connection: Connection) -> Outcome {
+        let member = message.member ?? ""
+        guard let path = message.path else { return .done(.failure(DBusError.invalidArgs("a call without a path"))) }
+        let (exported, isManager, children) = state.withLock { state in
+            (state.objects[path], state.managers.contains(path), Self.children(of: path, in: state))
+        }
+        let call = MethodCall(message: message, connection: connection)
+        let interfaces = exported ?? []
+        var standard: [Interface] = [.introspectable, .peer]
+        if exported != nil { standard.append(.properties) }
+        if isManager { standard.append(.objectManager) }
+
+        guard exported != nil || isManager || !children.isEmpty else {
+            return .done(.failure(DBusError(.unknownObject, "no object at '\(path.rawValue)'")))
+        }
+
+        // Find the interface and method the call names.
+        let target: (Interface, ExportedInterface?, Method)?
+        if let name = message.interface {
+            if let own = interfaces.first(where: { $0.interface.name.rawValue == name }) {
+                guard let method = own.interface.method(named: member) else {
+                    return .done(.failure(DBusError(.unknownMethod, "interface '\(name)' has no method '\(member)'")))
+                }
+                target = (own.interface, own, method)
+            } else if let declared = standard.first(where: { $0.name.rawValue == name }) {
+                guard let method = declared.method(named: member) else {
+                    return .done(.failure(DBusError(.unknownMethod, "interface '\(name)' has no method '\(member)'")))
+                }
+                target = (declared, nil, method)
+            } else {
+                return .done(
+                    .failure(DBusError(.unknownInterface, "object '\(path.rawValue)' has no interface '\(name)'")))
+            }
+        } else {
+            let own = interfaces.lazy.compactMap { e in e.interface.method(named: member).map { (e.interface, e, $0) } }
+                .first
+            let std = standard.lazy.compactMap { i in i.method(named: member).map { (i, nil as ExportedInterface?, $0) } }
+                .first
+            target = own ?? std
+        }
+        guard let (interface, implementation, method) = target else {
+            return .done(.failure(DBusError(.unknownMethod, "object '\(path.rawValue)' has no method '\(member)'")))
+        }
+        guard message.signature == method.inputSignature else {
+            return .done(
+                .failure(
+                    DBusError.invalidArgs(
+                        "\(interface.name.rawValue).\(member) takes arguments of type '\(method.inputSignature)', not '\(message.signature)'"
+                    )))
+        }
+        let outputs = method.outputSignature
+
+        if let implementation {
+            switch implementation.handlers[member] {
+            case .immediate(let handler):
+                return .done(Result { (try handler(call), outputs) })
+            case .task(let handler):
+                return .later { (try await handler(call), outputs) }
+            case nil:
+                return .done(.failure(DBusError(.unknownMethod, "no handler for \(member)")))
+            }
+        }
+        return standardCall(interface.name, member, call, path: path, interfaces: interfaces, standard: standard,
+                            children: children)
+    }
+
+    private func standardCall(
+        _ interface: InterfaceName, _ member: String, _ call: MethodCall, path: ObjectPath,
+        interfaces: [ExportedInterface], standard: [Interface], children: [String]
+    ) -> Outcome {
+        let arguments = call.arguments
+        switch (interface, member) {
+        case (.introspectable, "Introspect"):
+            var xml = Interface.introspectionDocType + "<node>\n"
+            for declared in standard { xml += declared.introspectionXML() }
+            for exported in interfaces { xml += exported.interface.introspectionXML() }
+            for child in children { xml += " <node name=\"\(child)\"/>\n" }
+            xml += "</node>\n"
+            return .done(.success(([.string(xml)], "s")))
+        case (.peer, "Ping"):
+            return .done(.success(([], "")))
+        case (.peer, "GetMachineId"):
+            guard let raw = dbus_get_local_machine_id() else {
+                return .done(.failure(DBusError.failed("this machine has no machine id")))
+            }
+            defer { dbus_free(raw) }
+            return .done(.success(([.string(String(cString: raw))], "s")))
+        case (.properties, "Get"), (.properties, "GetAll"), (.properties, "Set"):
+            let interfaceName = arguments.first?.string ?? ""
+            guard let exported = interfaces.first(where: { $0.interface.name.rawValue == interfaceName }) else {
+                if member == "GetAll", standard.contains(where: { $0.name.rawValue == interfaceName }) {
+                    return .done(.success(([.vardict([])], "a{sv}")))
+                }
+                return .done(
+                    .failure(
+                        DBusError(.unknownInterface, "object '\(path.rawValue)' has no interface '\(interfaceName)'")))
+            }
+            if member == "GetAll" {
+                return .done(.success(([.vardict(exported.allProperties)], "a{sv}")))
+            }
+            let name = arguments.count > 1 ? arguments[1].string ?? "" : ""
+            guard let property = exported.interface.property(named: name) else {
+                return .done(
+                    .failure(DBusError(.unknownProperty, "interface '\(interfaceName)' has no property '\(name)'")))
+            }
+            if member == "Get" {
+                guard property.isReadable, let value = exported[property: name] else {
+                    return .done(.failure(DBusError(.accessDenied, "property '\(name)' is write-only")))
+                }
+                return .done(.success(([.variant(value)], "v")))
+            }
+            guard property.isWritable, let setter = exported.setters[name] else {
+                return .done(.failure(DBusError(.propertyReadOnly, "property '\(name)' is read-only")))
+            }
+            let value = arguments[2].unwrapped
+            guard value.type == property.type else {
+                return .done(
+                    .failure(
+                        DBusError.invalidArgs(
+                            "property '\(name)' has type '\(property.type.signature)', not '\(value.type.signature)'")))
+            }
+            let call = call
+            return .later {
+                try await setter(call, value)
+                exported.set(name, value)
+                return ([], "")
+            }
+        case (.objectManager, "GetManagedObjects"):
+            let objects = state.withLock { state in
+                state.objects.filter { $0.key.isDescendant(of: path) }.sorted { $0.key < $1.key }
+            }
+            let standardNames = [Interface.introspectable, .peer, .properties].map(\.name.rawValue)
+            let entries = objects.map { (objectPath, exported) in
+                DictionaryEntry(
+                    .objectPath(objectPath),
+                    .dictionary(
+                        key: .string, value: .dictionary(key: .string, value: .variant),
+                        standardNames.map { DictionaryEntry(.string($0), .vardict([])) }
+                            + exported.map {
+                                DictionaryEntry(.string($0.interface.name.rawValue), .vardict($0.allProperties))
+                            }))
+            }
+            return .done(
+                .success(
+                    ([.dictionary(key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)), entries)],
+                     "a{oa{sa{sv}}}")))
+        default:
+            return .done(.failure(DBusError(.unknownMethod, "no method '\(member)' in '\(interface.rawValue)'")))
+        }
+    }
+
+    /// The names of the nodes directly below `path` that lead to objects.
+    private static func children(of path: ObjectPath, in state: State) -> [String] {
+        var names = Set<String>()
+        let prefix = path.rawValue == "/" ? "/" : path.rawValue + "/"
+        for candidate in state.objects.keys where candidate.rawValue.hasPrefix(prefix) && candidate != path {
+            let rest = candidate.rawValue.dropFirst(prefix.count)
+            if let first = rest.split(separator: "/").first { names.insert(String(first)) }
+        }
+        for candidate in state.managers where candidate.rawValue.hasPrefix(prefix) && candidate != path {
+            let rest = candidate.rawValue.dropFirst(prefix.count)
+            if let first = rest.split(separator: "/").first { names.insert(String(first)) }
+        }
+        return names.sorted()
+    }
+
+    private func reply(
+        to call: MessageHandle, noReply: Bool, _ result: Result<([Value], String?), any Error>,
+        on connection: Connection
+    ) {
+        guard !noReply else { return }
+        do {
+            let (values, expected) = try result.get()
+            if let expected {
+                let actual = values.map(\.type.signature).joined()
+                guard actual == expected else {
+                    throw DBusError.failed("the service answered with '\(actual)' where '\(expected)' is declared")
+                }
+            }
+            let reply = try MessageHandle.methodReturn(to: call)
+            try reply.append(values)
+            connection.send(reply)
+        } catch {
+            let dbusError = (error as? any DBusErrorConvertible)?.dbusError ?? DBusError.failed("\(error)")
+            guard let reply = try? MessageHandle.error(to: call, dbusError) else { return }
+            connection.send(reply)
+        }
+    }
+}

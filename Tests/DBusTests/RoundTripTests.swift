@@ -1,0 +1,106 @@
+import DBus
+import Foundation
+import Testing
+
+@Suite struct RoundTripTests {
+    static let samples: [Value] = {
+        let nestedArray = (0..<31).reduce(Value.array(.int32, [.int32(7)])) { inner, _ in .array(inner.type, [inner]) }
+        return [
+            .byte(0), .byte(255), .boolean(true), .boolean(false),
+            .int16(.min), .int16(.max), .uint16(.max), .int32(.min), .int32(.max), .uint32(.max),
+            .int64(.min), .int64(.max), .uint64(.max), .double(-0.5), .double(.greatestFiniteMagnitude),
+            .double(.infinity),
+            .string(""), .string("héllo wörld ✓ 日本語 🙂"), .string(String(repeating: "x", count: 100_000)),
+            .objectPath(ObjectPath("/")), .objectPath(ObjectPath("/a/b_c/D9")),
+            .signature(Signature(rawValue: "a{sv}(iu)")!), .signature(Signature(rawValue: "")!),
+            .array(.string, []), .array(.byte, []), .bytes(Array(0...255)),
+            .array(.array(.variant), [.array(.variant, [])]),
+            .dictionary(key: .string, value: .variant, []),
+            .vardict([("a", .int32(1)), ("b", .string("two")), ("c", .variant(.variant(.boolean(true))))]),
+            .dictionary(
+                key: .uint64, value: .array(.double),
+                [DictionaryEntry(.uint64(1), .array(.double, [1.5, 2.5].map(Value.double)))]),
+            .structure([.int32(1), .string("s"), .structure([.double(2), .array(.string, [])])]),
+            .variant(.variant(.variant(.string("deep")))),
+            nestedArray,
+        ]
+    }()
+
+    @Test func everyTypeSurvivesARoundTrip() async throws {
+        try await withPrivateBus { bus, server in
+            server.objects.export(TestObject.path, [TestObject.make()])
+            let client = try bus.connect()
+            defer { client.close() }
+            let destination = try #require(BusName(rawValue: server.uniqueName))
+            for sample in Self.samples {
+                let reply = try await client.call(
+                    destination, path: TestObject.path, interface: TestObject.name, member: MemberName("Echo"),
+                    [.variant(sample)])
+                #expect(reply.body == [.variant(sample)], "round trip of \(sample.type.signature)")
+            }
+        }
+    }
+
+    @Test func unixFileDescriptorsTravel() async throws {
+        try await withPrivateBus { bus, server in
+            server.objects.export(TestObject.path, [TestObject.make()])
+            let client = try bus.connect()
+            defer { client.close() }
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            let writer = UnixFileDescriptor(owning: fds[1])
+            let reader = UnixFileDescriptor(owning: fds[0])
+            _ = reader
+            let reply = try await client.call(
+                BusName(rawValue: server.uniqueName), path: TestObject.path, interface: TestObject.name,
+                member: MemberName("Echo"), [.variant(.unixFD(writer))])
+            guard case .variant(.unixFD(let received))? = reply.body.first else {
+                Issue.record("no descriptor came back: \(reply.body)")
+                return
+            }
+            #expect(received.rawValue != writer.rawValue, "a received descriptor is a new one")
+            #expect(write(received.rawValue, "x", 1) == 1)
+            var byte: UInt8 = 0
+            #expect(read(reader.rawValue, &byte, 1) == 1 && byte == UInt8(ascii: "x"))
+        }
+    }
+
+    @Test func badValuesAreRefusedBeforeSending() async throws {
+        #expect(ObjectPath(rawValue: "no/slash") == nil)
+        #expect(ObjectPath(rawValue: "/trailing/") == nil)
+        #expect(ObjectPath(rawValue: "/a//b") == nil)
+        #expect(ObjectPath(rawValue: "/a\u{0}b") == nil)
+        #expect(BusName(rawValue: "no-dots") == nil)
+        #expect(BusName(rawValue: ":1.5") != nil)
+        #expect(InterfaceName(rawValue: "a..b") == nil)
+        #expect(MemberName(rawValue: "With.Dot") == nil)
+        #expect(ErrorName(rawValue: "Single") == nil)
+        #expect(Signature(rawValue: "a{vs}") == nil, "a dictionary key must be basic")
+        #expect(Signature(rawValue: "(") == nil)
+        #expect(Signature(rawValue: String(repeating: "a", count: 33) + "i") == nil, "33 nested arrays")
+        #expect(Signature(rawValue: String(repeating: "a", count: 32) + "i") != nil)
+        #expect(ObjectPath.escape("tech.agostini.app.LatestPost") == "tech_2eagostini_2eapp_2eLatestPost")
+        #expect(ObjectPath.escape("") == "_")
+        #expect(ObjectPath.unescape("tech_2eagostini") == "tech.agostini")
+
+        try await withPrivateBus { bus, server in
+            server.objects.export(TestObject.path, [TestObject.make()])
+            let destination = BusName(rawValue: server.uniqueName)
+            await #expect(throws: DBusError.self) {
+                try await server.call(
+                    destination, path: TestObject.path, interface: TestObject.name, member: MemberName("Echo"),
+                    [.variant(.string("nul\u{0}inside"))])
+            }
+            await #expect(throws: DBusError.self) {
+                try await server.call(
+                    destination, path: TestObject.path, interface: TestObject.name, member: MemberName("Echo"),
+                    [.variant(.array(.string, [.int32(1)]))])
+            }
+            // The connection is still usable afterwards.
+            let reply = try await server.call(
+                destination, path: TestObject.path, interface: TestObject.name, member: MemberName("Add"),
+                [.int32(2), .int32(3)])
+            #expect(reply.body == [.int32(5)])
+        }
+    }
+}

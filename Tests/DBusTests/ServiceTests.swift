@@ -1,0 +1,161 @@
+import DBus
+import Foundation
+import Testing
+
+@Suite struct ServiceTests {
+    @Test func aSlowHandlerDelaysNoOtherCall() async throws {
+        try await withPrivateBus { bus, server in
+            server.objects.export(TestObject.path, [TestObject.make()])
+            let client = try bus.connect()
+            defer { client.close() }
+            let d = BusName(rawValue: server.uniqueName)
+            let start = ContinuousClock.now
+            async let slow = client.call(
+                d, path: TestObject.path, interface: TestObject.name, member: MemberName("Sleep"), [.uint32(2000)])
+            let fastDone = try await withThrowingTaskGroup(of: Duration.self) { group in
+                for i in 0..<1000 {
+                    group.addTask {
+                        let member = i % 2 == 0 ? "Add" : "Sleep"
+                        let arguments: [Value] = i % 2 == 0 ? [.int32(Int32(i)), .int32(1)] : [.uint32(0)]
+                        let reply = try await client.call(
+                            d, path: TestObject.path, interface: TestObject.name,
+                            member: MemberName(rawValue: member)!, arguments)
+                        if i % 2 == 0 { #expect(reply.body == [.int32(Int32(i) + 1)]) }
+                        return ContinuousClock.now - start
+                    }
+                }
+                var latest = Duration.zero
+                for try await finished in group { latest = max(latest, finished) }
+                return latest
+            }
+            #expect(fastDone < .milliseconds(1500), "1000 calls finished after \(fastDone), behind the sleeping one")
+            _ = try await slow
+            #expect(ContinuousClock.now - start >= .milliseconds(2000))
+        }
+    }
+
+    @Test func propertiesAndTheirChanges() async throws {
+        try await withPrivateBus { bus, server in
+            let object = TestObject.make()
+            server.objects.export(TestObject.path, [object])
+            let client = try bus.connect()
+            defer { client.close() }
+            let d = BusName(rawValue: server.uniqueName)
+            let changes = Mutexed<[Message]>([])
+            try await client.subscribe(
+                MatchRule(path: TestObject.path, interface: .properties, member: MemberName("PropertiesChanged"))
+            ) { message in changes.update { $0.append(message) } }
+
+            let all = try await client.call(
+                d, path: TestObject.path, interface: .properties, member: MemberName("GetAll"),
+                [.string("org.example.Test1")])
+            let properties = try #require(all.body.first?.stringDictionary)
+            #expect(properties["Greeting"] == .string("hello"))
+            #expect(properties["Count"] == .uint32(0))
+            #expect(properties["Blob"] == .bytes([1, 2, 3]))
+
+            try await client.call(
+                d, path: TestObject.path, interface: .properties, member: MemberName("Set"),
+                [.string("org.example.Test1"), .string("Count"), .variant(.uint32(42))])
+            #expect(object[property: "Count"] == .uint32(42))
+            object.set("Blob", .bytes([9]))
+            object.set("Greeting", .string("hello"))  // unchanged: no signal
+            try await client.call(
+                d, path: TestObject.path, interface: TestObject.name, member: MemberName("SetGreeting"),
+                [.string("bonjour")])
+            let get = try await client.call(
+                d, path: TestObject.path, interface: .properties, member: MemberName("Get"),
+                [.string("org.example.Test1"), .string("Greeting")])
+            #expect(get.body == [.variant(.string("bonjour"))])
+
+            try await Task.sleep(for: .milliseconds(200))
+            let seen = changes.get().map { $0.body }
+            #expect(seen.count == 3, "\(seen)")
+            #expect(seen.first == [.string("org.example.Test1"), .vardict([("Count", .uint32(42))]), .strings([])])
+            #expect(seen.dropFirst().first == [.string("org.example.Test1"), .vardict([]), .strings(["Blob"])])
+            #expect(seen.last == [.string("org.example.Test1"), .vardict([("Greeting", .string("bonjour"))]), .strings([])])
+        }
+    }
+
+    @Test func objectManagerAnnouncesObjects() async throws {
+        try await withPrivateBus { bus, server in
+            let root = ObjectPath("/org/example")
+            server.objects.addObjectManager(at: root)
+            let client = try bus.connect()
+            defer { client.close() }
+            let d = BusName(rawValue: server.uniqueName)
+            let signals = Mutexed<[Message]>([])
+            try await client.subscribe(MatchRule(path: root, interface: .objectManager)) { message in
+                signals.update { $0.append(message) }
+            }
+            server.objects.export(TestObject.path, [TestObject.make()])
+            let managed = try await client.call(
+                d, path: root, interface: .objectManager, member: MemberName("GetManagedObjects"))
+            guard case .dictionary(_, _, let objects)? = managed.body.first else {
+                Issue.record("bad reply \(managed.body)")
+                return
+            }
+            #expect(objects.map(\.key) == [.objectPath(TestObject.path)])
+            #expect(objects.first?.value.stringDictionary?["org.example.Test1"]?.stringDictionary?["Greeting"] == .string("hello"))
+
+            server.objects.unexport(TestObject.path)
+            try await Task.sleep(for: .milliseconds(200))
+            let seen = signals.get()
+            #expect(seen.map(\.member) == ["InterfacesAdded", "InterfacesRemoved"])
+            #expect(seen.last?.body == [.objectPath(TestObject.path), .strings(["org.example.Test1"])])
+
+            await #expect { try await client.call(d, path: TestObject.path, interface: TestObject.name, member: MemberName("Add"), [.int32(1), .int32(1)]) } throws: {
+                ($0 as? DBusError)?.name == .unknownObject
+            }
+        }
+    }
+
+    @Test func signalsToOneConnectionReachOnlyIt() async throws {
+        try await withPrivateBus { bus, server in
+            server.objects.export(TestObject.path, [TestObject.make()])
+            let first = try bus.connect()
+            let second = try bus.connect()
+            defer {
+                first.close()
+                second.close()
+            }
+            let seenByFirst = Mutexed(0)
+            let seenBySecond = Mutexed(0)
+            let rule = MatchRule(interface: TestObject.name, member: MemberName("Shouted"))
+            try await first.subscribe(rule) { _ in seenByFirst.update { $0 += 1 } }
+            try await second.subscribe(rule) { _ in seenBySecond.update { $0 += 1 } }
+            let d = BusName(rawValue: server.uniqueName)
+            try await first.call(d, path: TestObject.path, interface: TestObject.name, member: MemberName("Shout"), [.string(second.uniqueName)])
+            try await first.call(d, path: TestObject.path, interface: TestObject.name, member: MemberName("Shout"), [.string("")])
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(seenByFirst.get() == 1, "only the broadcast")
+            #expect(seenBySecond.get() == 2, "the unicast and the broadcast")
+        }
+    }
+
+    @Test func nameOwnership() async throws {
+        try await withPrivateBus { bus, first in
+            let second = try bus.connect()
+            defer { second.close() }
+            let name = BusName("org.example.Owned")
+            #expect(try await first.requestName(name, flags: [.allowReplacement, .doNotQueue]) == .primaryOwner)
+            #expect(try await first.requestName(name, flags: [.allowReplacement, .doNotQueue]) == .alreadyOwner)
+            #expect(try await second.requestName(name, flags: [.doNotQueue]) == .exists)
+            let lost = Mutexed(false)
+            try await first.subscribe(MatchRule(interface: .bus, member: MemberName("NameLost")), addToBus: false) { message in
+                if message.body.first?.string == name.rawValue { lost.set(true) }
+            }
+            #expect(try await second.requestName(name, flags: [.replaceExisting, .doNotQueue]) == .primaryOwner)
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(lost.get())
+        }
+    }
+
+    @Test func credentialsOfACaller() async throws {
+        try await withPrivateBus { bus, connection in
+            let credentials = try await connection.credentials(of: connection.uniqueName)
+            #expect(credentials.userID == getuid())
+            #expect(credentials.processID == UInt32(getpid()))
+        }
+    }
+}

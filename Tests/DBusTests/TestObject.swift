@@ -1,0 +1,84 @@
+import DBus
+import Foundation
+
+/// An object exported by tests: every kind of method, property and signal.
+enum TestObject {
+    static let path = ObjectPath("/org/example/Test")
+    static let name = InterfaceName("org.example.Test1")
+
+    static let interface = Interface(
+        name,
+        methods: [
+            Method(MemberName("Echo"), in: [Argument("value", "v")], out: [Argument("value", "v")]),
+            Method(
+                MemberName("Add"), in: [Argument("a", "i"), Argument("b", "i")], out: [Argument("sum", "i")]),
+            Method(MemberName("Sleep"), in: [Argument("milliseconds", "u")]),
+            Method(MemberName("Fail"), in: [Argument("how", "s")]),
+            Method(MemberName("SetGreeting"), in: [Argument("greeting", "s")]),
+            Method(MemberName("Shout"), in: [Argument("to", "s")]),
+        ],
+        properties: [
+            Property("Greeting", "s"),
+            Property("Count", "u", access: .readwrite),
+            Property("Serial", "s", changeSignal: .const),
+            Property("Blob", "ay", changeSignal: .invalidates),
+        ],
+        signals: [Signal(MemberName("Shouted"), [Argument("text", "s")])])
+
+    struct Refused: DBusErrorConvertible {
+        var dbusError: DBusError { DBusError(ErrorName("org.example.Test1.Error.Refused"), "refused, as asked") }
+    }
+
+    static func make() -> ExportedInterface {
+        let holder = Mutexed<ExportedInterface?>(nil)
+        let exported = ExportedInterface(
+            interface,
+            properties: [
+                "Greeting": .string("hello"), "Count": .uint32(0), "Serial": .string("A-1"),
+                "Blob": .bytes([1, 2, 3]),
+            ],
+            methods: [
+                "Sleep": { call in
+                    guard case .uint32(let ms) = call.arguments[0] else { return [] }
+                    try await Task.sleep(for: .milliseconds(ms))
+                    return []
+                },
+                "Fail": { call in
+                    switch call.arguments[0].string {
+                    case "named": throw Refused()
+                    default: throw CocoaError(.fileNoSuchFile)
+                    }
+                },
+                "SetGreeting": { call in
+                    holder.get()?.set("Greeting", call.arguments[0])
+                    return []
+                },
+                "Shout": { call in
+                    let to = call.arguments[0].string ?? ""
+                    try holder.get()?.emit(
+                        "Shouted", [.string("HEY")], to: to.isEmpty ? nil : BusName(rawValue: to))
+                    return []
+                },
+            ],
+            immediate: [
+                "Echo": { call in [call.arguments[0]] },
+                "Add": { call in
+                    guard case .int32(let a) = call.arguments[0], case .int32(let b) = call.arguments[1] else {
+                        throw DBusError.invalidArgs("two integers")
+                    }
+                    let (sum, overflow) = a.addingReportingOverflow(b)
+                    if overflow { throw DBusError.invalidArgs("the sum does not fit 32 bits") }
+                    return [.int32(sum)]
+                },
+            ],
+            setters: [
+                "Count": { _, value in
+                    if case .uint32(let n) = value, n > 1000 {
+                        throw DBusError.invalidArgs("Count is at most 1000")
+                    }
+                }
+            ])
+        holder.set(exported)
+        return exported
+    }
+}
