@@ -1,0 +1,117 @@
+import Foundation
+
+/// The text forms of scalar values in XML property lists.
+enum PlistText {
+    private static func trimmed(_ bytes: [UInt8]) -> Substring {
+        String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)[...]
+    }
+
+    /// Decimal, or hexadecimal with `0x`; negative values to Int64.min,
+    /// positive ones to UInt64.max.
+    static func integer(_ bytes: [UInt8]) -> PlistValue? {
+        var text = trimmed(bytes)
+        var negative = false
+        if text.hasPrefix("-") {
+            negative = true
+            text = text.dropFirst()
+        } else if text.hasPrefix("+") {
+            text = text.dropFirst()
+        }
+        var radix = 10
+        if text.hasPrefix("0x") || text.hasPrefix("0X") {
+            radix = 16
+            text = text.dropFirst(2)
+        }
+        guard !text.isEmpty, text.first != "+", text.first != "-", let magnitude = UInt64(text, radix: radix) else {
+            return nil
+        }
+        if !negative { return .unsigned(magnitude) }
+        if magnitude == UInt64(Int64.max) + 1 { return .integer(.min) }
+        guard let value = Int64(exactly: magnitude) else { return nil }
+        return .integer(-value)
+    }
+
+    static func real(_ bytes: [UInt8]) -> Double? {
+        let text = trimmed(bytes).lowercased()
+        switch text {
+        case "nan": return .nan
+        case "inf", "+inf", "infinity", "+infinity": return .infinity
+        case "-inf", "-infinity": return -.infinity
+        default:
+            guard !text.isEmpty, !text.contains("n"), !text.contains("i") else { return nil }
+            return Double(text)
+        }
+    }
+
+    static func formatReal(_ value: Double) -> String {
+        if value.isNaN { return "nan" }
+        if value.isInfinite { return value < 0 ? "-infinity" : "+infinity" }
+        return "\(value)"
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`, in UTC.
+    static func date(_ bytes: [UInt8]) -> Date? {
+        let text = Array(trimmed(bytes).utf8)
+        guard text.count == 20, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"),
+            text[10] == UInt8(ascii: "T"), text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"),
+            text[19] == UInt8(ascii: "Z")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var result = 0
+            for byte in text[range] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                result = result * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return result
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+        else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = days * 86400 + hour * 3600 + minute * 60 + second
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    static func formatDate(_ date: Date) -> String {
+        let total = Int(date.timeIntervalSince1970.rounded(.down))
+        var days = total / 86400
+        var rest = total % 86400
+        if rest < 0 {
+            rest += 86400
+            days -= 1
+        }
+        let (year, month, day) = civilFromDays(days)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        return "\(yearText)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date.
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146097 + dayOfEra - 719468
+    }
+
+    static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
+        let z = days + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let dayOfEra = z - era * 146097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// Base64 with any whitespace between the characters.
+    static func data(_ bytes: [UInt8]) -> Data? {
+        let compact = bytes.filter { !($0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D) }
+        return Data(base64Encoded: Data(compact))
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+
+/// One property-list value. Dictionaries keep their key order.
+public indirect enum PlistValue: Hashable, Sendable {
+    case string(String)
+    /// Any integer that fits an Int64.
+    case integer(Int64)
+    /// Integers above `Int64.max` only; readers never produce it for smaller
+    /// values, so equal numbers compare equal. Build it with `unsigned(_:)`.
+    case unsignedInteger(UInt64)
+    case real(Double)
+    case boolean(Bool)
+    case date(Date)
+    case data(Data)
+    case array([PlistValue])
+    case dictionary(PlistDictionary)
+
+    /// An integer from an unsigned value, in its one canonical form.
+    public static func unsigned(_ value: UInt64) -> PlistValue {
+        if let signed = Int64(exactly: value) { return .integer(signed) }
+        return .unsignedInteger(value)
+    }
+
+    /// The element name of the value's XML form, for messages.
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .integer, .unsignedInteger: "integer"
+        case .real: "real"
+        case .boolean: "boolean"
+        case .date: "date"
+        case .data: "data"
+        case .array: "array"
+        case .dictionary: "dict"
+        }
+    }
+
+    public var string: String? { if case .string(let s) = self { s } else { nil } }
+    public var bool: Bool? { if case .boolean(let b) = self { b } else { nil } }
+    public var int64: Int64? { if case .integer(let i) = self { i } else { nil } }
+    public var uint64: UInt64? {
+        switch self {
+        case .integer(let i): UInt64(exactly: i)
+        case .unsignedInteger(let u): u
+        default: nil
+        }
+    }
+    public var double: Double? {
+        switch self {
+        case .real(let d): d
+        case .integer(let i): Double(i)
+        default: nil
+        }
+    }
+    public var array: [PlistValue]? { if case .array(let a) = self { a } else { nil } }
+    public var dictionary: PlistDictionary? { if case .dictionary(let d) = self { d } else { nil } }
+    public var data: Data? { if case .data(let d) = self { d } else { nil } }
+    public var date: Date? { if case .date(let d) = self { d } else { nil } }
+
+    /// The value at `key` when this is a dictionary.
+    public subscript(key: String) -> PlistValue? { dictionary?[key] }
+}
+
+/// A property-list dictionary: string keys, in the order they were added.
+public struct PlistDictionary: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public private(set) var keys: [String] = []
+    public private(set) var values: [PlistValue] = []
+
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, PlistValue)...) {
+        for (key, value) in elements { self[key] = value }
+    }
+
+    public init(_ pairs: [(String, PlistValue)]) {
+        for (key, value) in pairs { self[key] = value }
+    }
+
+    /// Builds from keys already known to be distinct.
+    init(uniqueKeys keys: [String], values: [PlistValue]) {
+        self.keys = keys
+        self.values = values
+    }
+
+    public var count: Int { keys.count }
+    public var isEmpty: Bool { keys.isEmpty }
+
+    /// Reading finds the key; writing replaces in place or appends;
+    /// assigning nil removes.
+    public subscript(key: String) -> PlistValue? {
+        get { keys.firstIndex(of: key).map { values[$0] } }
+        set {
+            if let index = keys.firstIndex(of: key) {
+                if let newValue {
+                    values[index] = newValue
+                } else {
+                    keys.remove(at: index)
+                    values.remove(at: index)
+                }
+            } else if let newValue {
+                keys.append(key)
+                values.append(newValue)
+            }
+        }
+    }
+
+    public func makeIterator() -> Zip2Sequence<[String], [PlistValue]>.Iterator {
+        zip(keys, values).makeIterator()
+    }
+
+    /// Equal when the same keys map to equal values, in any order.
+    public static func == (lhs: PlistDictionary, rhs: PlistDictionary) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        if lhs.keys == rhs.keys { return lhs.values == rhs.values }
+        for (key, value) in lhs where rhs[key] != value { return false }
+        return true
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        // Order-independent, to agree with ==.
+        var combined = 0
+        for (key, value) in self {
+            var entry = Hasher()
+            entry.combine(key)
+            entry.combine(value)
+            combined ^= entry.finalize()
+        }
+        hasher.combine(count)
+        hasher.combine(combined)
+    }
+}
+
+/// Why a property list could not be read or written.
+public struct PlistError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    /// 1-based line and column in XML input, when known.
+    public var line: Int?
+    public var column: Int?
+
+    public init(_ message: String, line: Int? = nil, column: Int? = nil) {
+        self.message = message
+        self.line = line
+        self.column = column
+    }
+
+    public var description: String {
+        if let line, let column { return "line \(line), column \(column): \(message)" }
+        if let line { return "line \(line): \(message)" }
+        return message
+    }
+}
+
+/// The formats a property list is stored in.
+public enum PlistFormat: String, Sendable, CaseIterable {
+    case xml, binary, json
+}
+
+/// Reading and writing property lists.
+public enum PropertyListSerialization {
+    /// Reads XML, binary (`bplist00`) or, when `allowJSON`, a JSON object.
+    public static func read(
+        _ data: Data, limits: PlistLimits = PlistLimits(), allowJSON: Bool = false
+    ) throws -> PlistValue {
+        if data.starts(with: Array("bplist00".utf8)) {
+            return try BinaryPlistReader.read(data, limits: limits)
+        }
+        if allowJSON, let first = data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }),
+            first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+        {
+            return try JSON.read(data, limits: limits)
+        }
+        return try XMLPlistReader.read(data, limits: limits)
+    }
+
+    /// Reads the file at `path`, refusing files over the size limit before reading them.
+    public static func read(contentsOf path: String, limits: PlistLimits = PlistLimits()) throws -> PlistValue {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        if let size = attributes?[.size] as? Int, size > limits.maximumSize {
+            throw PlistError("\(path) is \(size) bytes, over the limit of \(limits.maximumSize)")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw PlistError("cannot read \(path)")
+        }
+        return try read(data, limits: limits)
+    }
+
+    public static func write(_ value: PlistValue, format: PlistFormat) throws -> Data {
+        switch format {
+        case .xml: try XMLPlistWriter.write(value)
+        case .binary: try BinaryPlistWriter.write(value)
+        case .json: try JSON.write(value)
+        }
+    }
+}
+
+/// Bounds on what a reader accepts.
+public struct PlistLimits: Sendable {
+    /// Largest input, in bytes.
+    public var maximumSize: Int
+    /// Deepest nesting of arrays and dictionaries.
+    public var maximumDepth: Int
+
+    public init(maximumSize: Int = 64 << 20, maximumDepth: Int = 128) {
+        self.maximumSize = maximumSize
+        self.maximumDepth = maximumDepth
+    }
+}

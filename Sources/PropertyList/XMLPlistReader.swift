@@ -1,0 +1,298 @@
+import CLibXML2
+import Foundation
+
+/// Reads XML property lists with libxml2's SAX2 parser: no network, no DTD
+/// loading, no entity declarations or references, bounded size and depth.
+/// Either the whole value or an error with line and column; never a part.
+enum XMLPlistReader {
+    static let initialize: Void = { xmlInitParser() }()
+
+    static func read(_ data: Data, limits: PlistLimits) throws -> PlistValue {
+        guard data.count <= limits.maximumSize else {
+            throw PlistError("the document is \(data.count) bytes, over the limit of \(limits.maximumSize)")
+        }
+        guard data.count <= Int(Int32.max) else { throw PlistError("the document is too large") }
+        _ = initialize
+        let state = SAXState(maximumDepth: limits.maximumDepth)
+        let parsed: Bool = data.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
+                let context = xmlCreateMemoryParserCtxt(base, Int32(buffer.count))
+            else { return false }
+            defer { xmlFreeParserCtxt(context) }
+            context.pointee.sax.pointee = SAXState.makeHandler()
+            context.pointee._private = Unmanaged.passUnretained(state).toOpaque()
+            _ = xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
+            let status = xmlParseDocument(context)
+            if state.error == nil, status != 0 || context.pointee.wellFormed == 0 {
+                if let last = xmlCtxtGetLastError(UnsafeMutableRawPointer(context)) {
+                    let message = last.pointee.message.map { String(cString: $0) } ?? "malformed XML"
+                    state.error = PlistError(
+                        message.trimmingCharacters(in: .whitespacesAndNewlines),
+                        line: Int(last.pointee.line), column: Int(last.pointee.int2))
+                } else {
+                    state.error = PlistError("malformed XML")
+                }
+            }
+            return true
+        }
+        guard parsed else { throw PlistError("the XML parser could not start (empty document?)") }
+        if let error = state.error { throw error }
+        guard let root = state.root else { throw PlistError("the document holds no property-list value") }
+        return root
+    }
+}
+
+/// What the SAX callbacks build. One per parse, reached through the
+/// parser context's `_private` pointer.
+private final class SAXState {
+    enum Kind { case key, string, integer, real, date, data, boolean }
+
+    final class Container {
+        enum Shape { case plist, array, dict }
+        let shape: Shape
+        var values: [PlistValue] = []
+        var keys: [String] = []
+        var pendingKey: String?
+        var index: [String: Int]?
+        init(_ shape: Shape) { self.shape = shape }
+    }
+
+    let maximumDepth: Int
+    var containers: [Container] = []
+    var scalar: Kind?
+    var booleanValue = false
+    var text: [UInt8] = []
+    var root: PlistValue?
+    var error: PlistError?
+
+    init(maximumDepth: Int) { self.maximumDepth = maximumDepth }
+
+    static func from(_ context: UnsafeMutableRawPointer?) -> (SAXState, xmlParserCtxtPtr)? {
+        guard let context else { return nil }
+        let parser = context.assumingMemoryBound(to: xmlParserCtxt.self)
+        guard let state = parser.pointee._private else { return nil }
+        return (Unmanaged<SAXState>.fromOpaque(state).takeUnretainedValue(), parser)
+    }
+
+    func fail(_ message: String, _ parser: xmlParserCtxtPtr) {
+        if error == nil {
+            let raw = UnsafeMutableRawPointer(parser)
+            error = PlistError(
+                message, line: Int(xmlSAX2GetLineNumber(raw)), column: Int(xmlSAX2GetColumnNumber(raw)))
+        }
+        xmlStopParser(parser)
+    }
+
+    // MARK: Building values
+
+    func start(_ name: UnsafePointer<xmlChar>, _ parser: xmlParserCtxtPtr) {
+        let element = String(cString: name)
+        if scalar != nil {
+            return fail("<\(element)> inside a <\(kindName)>, which holds only text", parser)
+        }
+        switch element {
+        case "plist":
+            guard containers.isEmpty, root == nil else { return fail("<plist> must be the root element", parser) }
+            containers.append(Container(.plist))
+        case "array", "dict":
+            guard checkPlace(for: element, parser) else { return }
+            guard containers.count <= maximumDepth else {
+                return fail("nested deeper than \(maximumDepth) levels", parser)
+            }
+            containers.append(Container(element == "array" ? .array : .dict))
+        case "key":
+            guard let top = containers.last, top.shape == .dict else {
+                return fail("<key> outside a <dict>", parser)
+            }
+            guard top.pendingKey == nil else { return fail("two <key>s in a row; each needs a value", parser) }
+            begin(.key)
+        case "string": if checkPlace(for: element, parser) { begin(.string) }
+        case "integer": if checkPlace(for: element, parser) { begin(.integer) }
+        case "real": if checkPlace(for: element, parser) { begin(.real) }
+        case "date": if checkPlace(for: element, parser) { begin(.date) }
+        case "data": if checkPlace(for: element, parser) { begin(.data) }
+        case "true", "false":
+            if checkPlace(for: element, parser) {
+                booleanValue = element == "true"
+                begin(.boolean)
+            }
+        default:
+            fail("unknown element <\(element)>", parser)
+        }
+    }
+
+    private func begin(_ kind: Kind) {
+        scalar = kind
+        text.removeAll(keepingCapacity: true)
+    }
+
+    private func checkPlace(for element: String, _ parser: xmlParserCtxtPtr) -> Bool {
+        guard let top = containers.last else {
+            if root != nil { fail("a second root value <\(element)>", parser); return false }
+            return true
+        }
+        switch top.shape {
+        case .plist where !top.values.isEmpty:
+            fail("<plist> holds one value; found a second <\(element)>", parser)
+            return false
+        case .dict where top.pendingKey == nil:
+            fail("<\(element)> in a <dict> without a <key> before it", parser)
+            return false
+        default:
+            return true
+        }
+    }
+
+    private var kindName: String {
+        switch scalar {
+        case .key: "key"
+        case .string: "string"
+        case .integer: "integer"
+        case .real: "real"
+        case .date: "date"
+        case .data: "data"
+        case .boolean: booleanValue ? "true" : "false"
+        case nil: "value"
+        }
+    }
+
+    func end(_ parser: xmlParserCtxtPtr) {
+        if let kind = scalar {
+            scalar = nil
+            switch kind {
+            case .key:
+                containers.last?.pendingKey = String(decoding: text, as: UTF8.self)
+            case .string:
+                add(.string(String(decoding: text, as: UTF8.self)), parser)
+            case .boolean:
+                guard text.allSatisfy(Self.isSpace) else {
+                    return fail("<\(booleanValue)/> must be empty", parser)
+                }
+                add(.boolean(booleanValue), parser)
+            case .integer:
+                guard let value = PlistText.integer(text) else {
+                    return fail("'\(String(decoding: text, as: UTF8.self))' is not an integer in the 64-bit range", parser)
+                }
+                add(value, parser)
+            case .real:
+                guard let value = PlistText.real(text) else {
+                    return fail("'\(String(decoding: text, as: UTF8.self))' is not a real number", parser)
+                }
+                add(.real(value), parser)
+            case .date:
+                guard let value = PlistText.date(text) else {
+                    return fail(
+                        "'\(String(decoding: text, as: UTF8.self))' is not a date of the form 2024-01-31T12:00:00Z", parser)
+                }
+                add(.date(value), parser)
+            case .data:
+                guard let value = PlistText.data(text) else { return fail("<data> is not valid base64", parser) }
+                add(.data(value), parser)
+            }
+            return
+        }
+        guard let top = containers.popLast() else { return }
+        switch top.shape {
+        case .plist:
+            guard let value = top.values.first else { return fail("<plist> holds no value", parser) }
+            root = value
+        case .array:
+            add(.array(top.values), parser)
+        case .dict:
+            guard top.pendingKey == nil else { return fail("<key>\(top.pendingKey ?? "")</key> has no value", parser) }
+            add(.dictionary(PlistDictionary(uniqueKeys: top.keys, values: top.values)), parser)
+        }
+    }
+
+    private func add(_ value: PlistValue, _ parser: xmlParserCtxtPtr) {
+        guard let top = containers.last else {
+            root = value
+            return
+        }
+        guard top.shape == .dict, let key = top.pendingKey else {
+            top.values.append(value)
+            return
+        }
+        top.pendingKey = nil
+        // A repeated key replaces the earlier value in its place, as
+        // Foundation and plistlib read it.
+        if top.keys.count >= 16 && top.index == nil {
+            top.index = Dictionary(top.keys.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        if let index = top.index {
+            if let existing = index[key] {
+                top.values[existing] = value
+                return
+            }
+            top.index?[key] = top.keys.count
+        } else if let existing = top.keys.firstIndex(of: key) {
+            top.values[existing] = value
+            return
+        }
+        top.keys.append(key)
+        top.values.append(value)
+    }
+
+    func characters(_ bytes: UnsafePointer<xmlChar>, _ count: Int, _ parser: xmlParserCtxtPtr) {
+        let buffer = UnsafeBufferPointer(start: bytes, count: count)
+        if scalar != nil {
+            text.append(contentsOf: buffer)
+        } else if !buffer.allSatisfy(Self.isSpace) {
+            fail("text outside a value", parser)
+        }
+    }
+
+    static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D }
+
+    // MARK: The SAX handler
+
+    static func makeHandler() -> xmlSAXHandler {
+        var sax = xmlSAXHandler()
+        sax.initialized = UInt32(XML_SAX2_MAGIC)
+        sax.startElementNs = { context, name, _, _, _, _, _, _, _ in
+            guard let (state, parser) = SAXState.from(context), let name else { return }
+            state.start(name, parser)
+        }
+        sax.endElementNs = { context, _, _, _ in
+            guard let (state, parser) = SAXState.from(context) else { return }
+            state.end(parser)
+        }
+        sax.characters = { context, bytes, count in
+            guard let (state, parser) = SAXState.from(context), let bytes else { return }
+            state.characters(bytes, Int(count), parser)
+        }
+        sax.cdataBlock = sax.characters
+        sax.internalSubset = { context, _, _, _ in
+            // Called at <!DOCTYPE …>; refuse when an internal subset `[` follows.
+            guard let (state, parser) = SAXState.from(context), let input = parser.pointee.input,
+                var cursor = input.pointee.cur
+            else { return }
+            let end = input.pointee.end
+            while cursor != end, SAXState.isSpace(cursor.pointee) { cursor += 1 }
+            if cursor != end, cursor.pointee == UInt8(ascii: "[") {
+                state.fail("a DOCTYPE with an internal subset is not allowed in a property list", parser)
+            }
+        }
+        sax.entityDecl = { context, name, _, _, _, _ in
+            guard let (state, parser) = SAXState.from(context) else { return }
+            state.fail("entity declarations are not allowed (\(name.map { String(cString: $0) } ?? ""))", parser)
+        }
+        sax.getEntity = { context, name in
+            guard let (state, parser) = SAXState.from(context) else { return nil }
+            state.fail("entity references are not allowed (&\(name.map { String(cString: $0) } ?? "");)", parser)
+            return nil
+        }
+        sax.getParameterEntity = sax.getEntity
+        sax.reference = { context, name in
+            guard let (state, parser) = SAXState.from(context) else { return }
+            state.fail("entity references are not allowed (&\(name.map { String(cString: $0) } ?? "");)", parser)
+        }
+        sax.processingInstruction = { context, target, _ in
+            guard let (state, parser) = SAXState.from(context) else { return }
+            state.fail("processing instructions are not allowed (<?\(target.map { String(cString: $0) } ?? "")?>)", parser)
+        }
+        // Errors are collected from the context; nothing is printed.
+        sax.serror = { _, _ in }
+        return sax
+    }
+}
