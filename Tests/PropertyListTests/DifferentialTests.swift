@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import PropertyList
+
+/// The same values everywhere: ours, Python's plistlib and the toolchain's
+/// plutil, in XML and binary, each way.
+@Suite struct DifferentialTests {
+    let values = Corpus.values()
+
+    @Test func oursRoundTrips() throws {
+        for value in values {
+            for format in [PlistFormat.xml, .binary] {
+                let data = try PropertyListSerialization.write(value, format: format)
+                let back = try PropertyListSerialization.read(data)
+                #expect(tagged(back) == tagged(value), "\(format) round trip of \(tagged(value).prefix(200))")
+            }
+        }
+    }
+
+    @Test func plistlibReadsWhatWeWrite() throws {
+        let folder = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var paths: [String] = []
+        var expected: [String] = []
+        for (i, value) in values.enumerated() {
+            for format in [PlistFormat.xml, .binary] {
+                let path = folder.appendingPathComponent("\(i).\(format.rawValue).plist").path
+                try PropertyListSerialization.write(value, format: format).write(to: URL(fileURLWithPath: path))
+                paths.append(path)
+                expected.append(tagged(value))
+            }
+        }
+        let result = try shell(["python3", plistcheck, "dump"] + paths)
+        #expect(result.status == 0, "\(result.error)")
+        let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for (i, path) in paths.enumerated() {
+            let theirs = i < lines.count ? lines[i] : "(missing)"
+            let ours = try PropertyListSerialization.read(Data(contentsOf: URL(fileURLWithPath: path)))
+            // Compare through our reader of their JSON dump so formatting does not matter.
+            #expect(theirs == tagged(ours), "plistlib read \(path) differently")
+            #expect(tagged(ours) == expected[i])
+        }
+    }
+
+    @Test func weReadWhatPlistlibWrites() throws {
+        let folder = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (i, value) in values.enumerated() {
+            try Data(tagged(value).utf8).write(to: folder.appendingPathComponent("\(i).json"))
+        }
+        let written = try shell(["python3", plistcheck, "write", folder.path])
+        #expect(written.status == 0, "\(written.error)")
+        for (i, value) in values.enumerated() {
+            for format in ["xml", "binary"] {
+                let out = folder.appendingPathComponent("\(i).\(format)").path
+                let ours = try PropertyListSerialization.read(Data(contentsOf: URL(fileURLWithPath: out)))
+                #expect(tagged(ours) == tagged(value), "reading plistlib's \(format) of \(tagged(value).prefix(200))")
+            }
+        }
+    }
+
+    /// plutil holds values in Foundation's unordered dictionaries, reads a
+    /// real -0.0 as 0.0 and drops a leading U+FEFF from strings; equality
+    /// here ignores key order and the sign of zero, and skips such strings.
+    @Test func plutilAgrees() throws {
+        let folder = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (i, value) in values.enumerated() {
+            // ours XML -> plutil binary -> ours; ours binary -> plutil XML -> ours.
+            if tagged(value).contains("\u{FEFF}") { continue }
+            for (format, target) in [(PlistFormat.xml, "binary1"), (.binary, "xml1")] {
+                let input = folder.appendingPathComponent("\(i).\(format.rawValue)").path
+                let output = input + ".\(target)"
+                try PropertyListSerialization.write(value, format: format).write(to: URL(fileURLWithPath: input))
+                let lint = try shell(["plutil", "-lint", input])
+                #expect(lint.status == 0, "plutil -lint \(input): \(lint.output) \(lint.error)")
+                let converted = try shell(["plutil", "-convert", target, "-o", output, input])
+                #expect(converted.status == 0, "plutil -convert \(target): \(converted.error)")
+                let back = try PropertyListSerialization.read(Data(contentsOf: URL(fileURLWithPath: output)))
+                #expect(back == value, "through plutil \(target): \(tagged(value).prefix(200))")
+            }
+        }
+    }
+
+    @Test func xmlLayoutIsApples() throws {
+        let value = PlistValue.dictionary(["CFBundleIdentifier": .string("tech.agostini.app"), "List": .array([.integer(1), .boolean(true)])])
+        let text = String(decoding: try PropertyListSerialization.write(value, format: .xml), as: UTF8.self)
+        #expect(text == """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+            <dict>
+            \t<key>CFBundleIdentifier</key>
+            \t<string>tech.agostini.app</string>
+            \t<key>List</key>
+            \t<array>
+            \t\t<integer>1</integer>
+            \t\t<true/>
+            \t</array>
+            </dict>
+            </plist>
+
+            """)
+    }
+
+    @Test func jsonForWhatJSONHolds() throws {
+        let value = PlistValue.dictionary(["a": .array([.integer(1), .real(2.5), .boolean(false), .string("x\"y")]), "b": .dictionary([:])])
+        let json = try PropertyListSerialization.write(value, format: .json)
+        #expect(try PropertyListSerialization.read(json, allowJSON: true) == value)
+        #expect(throws: PlistError.self) { try PropertyListSerialization.write(.data(Data([1])), format: .json) }
+        #expect(throws: PlistError.self) { try PropertyListSerialization.read(Data("{\"a\": null}".utf8), allowJSON: true) }
+    }
+}
