@@ -29,6 +29,7 @@ bench: deps release
 	mkdir -p $(BENCH_OUT)
 	$(MAKE) -C $(BENCH_REF) OUT=$(abspath $(BENCH_OUT))
 	scripts/bench-dbus $(BENCH_OUT) .build/release
+	scripts/bench-plist $(BENCH_OUT) .build/release
 
 # The daemon on a bus of its own.
 run: release

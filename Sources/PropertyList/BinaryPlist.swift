@@ -23,8 +23,8 @@ enum BinaryPlistReader {
         let objectCount: Int
         let topObject: Int
         let offsetTable: Int
-        var cache: [Int: PlistValue] = [:]
-        var visiting = Set<Int>()
+        var cache: [PlistValue?]
+        var visiting: [Bool]
 
         init(bytes: UnsafeBufferPointer<UInt8>, limits: PlistLimits) throws {
             self.bytes = bytes
@@ -47,6 +47,8 @@ enum BinaryPlistReader {
                 throw PlistError("binary plist: the offset table lies outside the file")
             }
             objectCount = Int(count)
+            cache = Array(repeating: nil, count: objectCount)
+            visiting = Array(repeating: false, count: objectCount)
             topObject = Int(top)
             offsetTable = Int(table)
         }
@@ -105,8 +107,9 @@ enum BinaryPlistReader {
             guard depth <= limits.maximumDepth else {
                 throw PlistError("binary plist: nested deeper than \(limits.maximumDepth) levels")
             }
-            guard visiting.insert(index).inserted else { throw PlistError("binary plist: object \(index) contains itself") }
-            defer { visiting.remove(index) }
+            guard !visiting[index] else { throw PlistError("binary plist: object \(index) contains itself") }
+            visiting[index] = true
+            defer { visiting[index] = false }
             var at = try offset(of: index)
             let marker = bytes[at]
             at += 1
@@ -180,26 +183,26 @@ enum BinaryPlistReader {
                 let count = try length(marker, at: &at)
                 let keyReferences = try references(at: at, count: count)
                 let valueReferences = try references(at: at + count * referenceSize, count: count)
-                var dictionary = PlistDictionary()
-                var seen = Set<String>()
                 var keys: [String] = []
                 var values: [PlistValue] = []
+                keys.reserveCapacity(count)
+                values.reserveCapacity(count)
                 for (keyReference, valueReference) in zip(keyReferences, valueReferences) {
                     guard case .string(let key) = try object(keyReference, depth: depth + 1) else {
                         throw PlistError("binary plist: a dictionary key that is not a string")
                     }
-                    let element = try object(valueReference, depth: depth + 1)
-                    if seen.insert(key).inserted {
-                        keys.append(key)
-                        values.append(element)
-                    } else {
-                        dictionary = PlistDictionary(uniqueKeys: keys, values: values)
-                        dictionary[key] = element
-                        keys = dictionary.keys
-                        values = dictionary.values
-                    }
+                    keys.append(key)
+                    values.append(try object(valueReference, depth: depth + 1))
                 }
-                value = .dictionary(PlistDictionary(uniqueKeys: keys, values: values))
+                // Writers store each key once; when a file repeats one, the
+                // later value wins in the first one's place.
+                if Set(keys).count != keys.count {
+                    var dictionary = PlistDictionary()
+                    for (key, element) in zip(keys, values) { dictionary[key] = element }
+                    value = .dictionary(dictionary)
+                } else {
+                    value = .dictionary(PlistDictionary(uniqueKeys: keys, values: values))
+                }
             default:
                 throw PlistError("binary plist: unsupported marker 0x\(String(marker, radix: 16)) (UIDs and sets are not property-list values)")
             }

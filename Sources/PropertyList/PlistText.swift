@@ -9,6 +9,27 @@ enum PlistText {
     /// Decimal, or hexadecimal with `0x`; negative values to Int64.min,
     /// positive ones to UInt64.max.
     static func integer(_ bytes: [UInt8]) -> PlistValue? {
+        // The common case: plain decimal digits with an optional minus.
+        if !bytes.isEmpty, bytes.count <= 18 {
+            var negative = false
+            var index = 0
+            if bytes[0] == UInt8(ascii: "-") {
+                negative = true
+                index = 1
+            }
+            var value: Int64 = 0
+            var plain = index < bytes.count
+            while index < bytes.count {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else {
+                    plain = false
+                    break
+                }
+                value = value * 10 + Int64(digit)
+                index += 1
+            }
+            if plain { return .integer(negative ? -value : value) }
+        }
         var text = trimmed(bytes)
         var negative = false
         if text.hasPrefix("-") {
@@ -32,6 +53,11 @@ enum PlistText {
     }
 
     static func real(_ bytes: [UInt8]) -> Double? {
+        if let first = bytes.first, first == UInt8(ascii: "-") || (first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")),
+            let value = bytes.withUnsafeBufferPointer({ Double(Substring(decoding: $0, as: UTF8.self)) }), value.isFinite
+        {
+            return value
+        }
         let text = trimmed(bytes).lowercased()
         switch text {
         case "nan": return .nan

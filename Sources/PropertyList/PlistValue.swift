@@ -156,7 +156,7 @@ public enum PlistFormat: String, Sendable, CaseIterable {
 }
 
 /// Reading and writing property lists.
-public enum PropertyListSerialization {
+public enum Plist {
     /// Reads XML, binary (`bplist00`) or, when `allowJSON`, a JSON object.
     public static func read(
         _ data: Data, limits: PlistLimits = PlistLimits(), allowJSON: Bool = false

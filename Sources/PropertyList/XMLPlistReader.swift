@@ -1,5 +1,6 @@
 import CLibXML2
 import Foundation
+import Glibc
 
 /// Reads XML property lists with libxml2's SAX2 parser: no network, no DTD
 /// loading, no entity declarations or references, bounded size and depth.
@@ -12,6 +13,7 @@ enum XMLPlistReader {
             throw PlistError("the document is \(data.count) bytes, over the limit of \(limits.maximumSize)")
         }
         guard data.count <= Int(Int32.max) else { throw PlistError("the document is too large") }
+        guard !data.isEmpty else { throw PlistError("the document is empty") }
         _ = initialize
         let state = SAXState(maximumDepth: limits.maximumDepth)
         let parsed: Bool = data.withUnsafeBytes { buffer in
@@ -85,39 +87,61 @@ private final class SAXState {
 
     // MARK: Building values
 
+    enum Element { case plist, array, dict, key, string, integer, real, date, data, `true`, `false` }
+
+    /// The element a name stands for, matched on its bytes.
+    static func element(_ name: UnsafePointer<xmlChar>) -> Element? {
+        func equals(_ literal: StaticString) -> Bool {
+            strcmp(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self),
+                   UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
+        }
+        switch name[0] {
+        case UInt8(ascii: "k"): return equals("key") ? .key : nil
+        case UInt8(ascii: "s"): return equals("string") ? .string : nil
+        case UInt8(ascii: "i"): return equals("integer") ? .integer : nil
+        case UInt8(ascii: "r"): return equals("real") ? .real : nil
+        case UInt8(ascii: "t"): return equals("true") ? .true : nil
+        case UInt8(ascii: "f"): return equals("false") ? .false : nil
+        case UInt8(ascii: "a"): return equals("array") ? .array : nil
+        case UInt8(ascii: "p"): return equals("plist") ? .plist : nil
+        case UInt8(ascii: "d"): return equals("dict") ? .dict : equals("data") ? .data : equals("date") ? .date : nil
+        default: return nil
+        }
+    }
+
     func start(_ name: UnsafePointer<xmlChar>, _ parser: xmlParserCtxtPtr) {
-        let element = String(cString: name)
         if scalar != nil {
-            return fail("<\(element)> inside a <\(kindName)>, which holds only text", parser)
+            return fail("<\(String(cString: name))> inside a <\(kindName)>, which holds only text", parser)
+        }
+        guard let element = Self.element(name) else {
+            return fail("unknown element <\(String(cString: name))>", parser)
         }
         switch element {
-        case "plist":
+        case .plist:
             guard containers.isEmpty, root == nil else { return fail("<plist> must be the root element", parser) }
             containers.append(Container(.plist))
-        case "array", "dict":
-            guard checkPlace(for: element, parser) else { return }
+        case .array, .dict:
+            guard checkPlace(for: name, parser) else { return }
             guard containers.count <= maximumDepth else {
                 return fail("nested deeper than \(maximumDepth) levels", parser)
             }
-            containers.append(Container(element == "array" ? .array : .dict))
-        case "key":
+            containers.append(Container(element == .array ? .array : .dict))
+        case .key:
             guard let top = containers.last, top.shape == .dict else {
                 return fail("<key> outside a <dict>", parser)
             }
             guard top.pendingKey == nil else { return fail("two <key>s in a row; each needs a value", parser) }
             begin(.key)
-        case "string": if checkPlace(for: element, parser) { begin(.string) }
-        case "integer": if checkPlace(for: element, parser) { begin(.integer) }
-        case "real": if checkPlace(for: element, parser) { begin(.real) }
-        case "date": if checkPlace(for: element, parser) { begin(.date) }
-        case "data": if checkPlace(for: element, parser) { begin(.data) }
-        case "true", "false":
-            if checkPlace(for: element, parser) {
-                booleanValue = element == "true"
+        case .string: if checkPlace(for: name, parser) { begin(.string) }
+        case .integer: if checkPlace(for: name, parser) { begin(.integer) }
+        case .real: if checkPlace(for: name, parser) { begin(.real) }
+        case .date: if checkPlace(for: name, parser) { begin(.date) }
+        case .data: if checkPlace(for: name, parser) { begin(.data) }
+        case .true, .false:
+            if checkPlace(for: name, parser) {
+                booleanValue = element == .true
                 begin(.boolean)
             }
-        default:
-            fail("unknown element <\(element)>", parser)
         }
     }
 
@@ -126,17 +150,18 @@ private final class SAXState {
         text.removeAll(keepingCapacity: true)
     }
 
-    private func checkPlace(for element: String, _ parser: xmlParserCtxtPtr) -> Bool {
+    private func checkPlace(for name: UnsafePointer<xmlChar>, _ parser: xmlParserCtxtPtr) -> Bool {
         guard let top = containers.last else {
+            let element = String(cString: name)
             if root != nil { fail("a second root value <\(element)>", parser); return false }
             return true
         }
         switch top.shape {
         case .plist where !top.values.isEmpty:
-            fail("<plist> holds one value; found a second <\(element)>", parser)
+            fail("<plist> holds one value; found a second <\(String(cString: name))>", parser)
             return false
         case .dict where top.pendingKey == nil:
-            fail("<\(element)> in a <dict> without a <key> before it", parser)
+            fail("<\(String(cString: name))> in a <dict> without a <key> before it", parser)
             return false
         default:
             return true

@@ -10,8 +10,8 @@ import Testing
     @Test func oursRoundTrips() throws {
         for value in values {
             for format in [PlistFormat.xml, .binary] {
-                let data = try PropertyListSerialization.write(value, format: format)
-                let back = try PropertyListSerialization.read(data)
+                let data = try Plist.write(value, format: format)
+                let back = try Plist.read(data)
                 #expect(tagged(back) == tagged(value), "\(format) round trip of \(tagged(value).prefix(200))")
             }
         }
@@ -25,7 +25,7 @@ import Testing
         for (i, value) in values.enumerated() {
             for format in [PlistFormat.xml, .binary] {
                 let path = folder.appendingPathComponent("\(i).\(format.rawValue).plist").path
-                try PropertyListSerialization.write(value, format: format).write(to: URL(fileURLWithPath: path))
+                try Plist.write(value, format: format).write(to: URL(fileURLWithPath: path))
                 paths.append(path)
                 expected.append(tagged(value))
             }
@@ -35,7 +35,7 @@ import Testing
         let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for (i, path) in paths.enumerated() {
             let theirs = i < lines.count ? lines[i] : "(missing)"
-            let ours = try PropertyListSerialization.read(Data(contentsOf: URL(fileURLWithPath: path)))
+            let ours = try Plist.read(Data(contentsOf: URL(fileURLWithPath: path)))
             // Compare through our reader of their JSON dump so formatting does not matter.
             #expect(theirs == tagged(ours), "plistlib read \(path) differently")
             #expect(tagged(ours) == expected[i])
@@ -53,7 +53,7 @@ import Testing
         for (i, value) in values.enumerated() {
             for format in ["xml", "binary"] {
                 let out = folder.appendingPathComponent("\(i).\(format)").path
-                let ours = try PropertyListSerialization.read(Data(contentsOf: URL(fileURLWithPath: out)))
+                let ours = try Plist.read(Data(contentsOf: URL(fileURLWithPath: out)))
                 #expect(tagged(ours) == tagged(value), "reading plistlib's \(format) of \(tagged(value).prefix(200))")
             }
         }
@@ -71,12 +71,12 @@ import Testing
             for (format, target) in [(PlistFormat.xml, "binary1"), (.binary, "xml1")] {
                 let input = folder.appendingPathComponent("\(i).\(format.rawValue)").path
                 let output = input + ".\(target)"
-                try PropertyListSerialization.write(value, format: format).write(to: URL(fileURLWithPath: input))
+                try Plist.write(value, format: format).write(to: URL(fileURLWithPath: input))
                 let lint = try shell(["plutil", "-lint", input])
                 #expect(lint.status == 0, "plutil -lint \(input): \(lint.output) \(lint.error)")
                 let converted = try shell(["plutil", "-convert", target, "-o", output, input])
                 #expect(converted.status == 0, "plutil -convert \(target): \(converted.error)")
-                let back = try PropertyListSerialization.read(Data(contentsOf: URL(fileURLWithPath: output)))
+                let back = try Plist.read(Data(contentsOf: URL(fileURLWithPath: output)))
                 #expect(back == value, "through plutil \(target): \(tagged(value).prefix(200))")
             }
         }
@@ -84,7 +84,7 @@ import Testing
 
     @Test func xmlLayoutIsApples() throws {
         let value = PlistValue.dictionary(["CFBundleIdentifier": .string("tech.agostini.app"), "List": .array([.integer(1), .boolean(true)])])
-        let text = String(decoding: try PropertyListSerialization.write(value, format: .xml), as: UTF8.self)
+        let text = String(decoding: try Plist.write(value, format: .xml), as: UTF8.self)
         #expect(text == """
             <?xml version="1.0" encoding="UTF-8"?>
             <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -105,9 +105,9 @@ import Testing
 
     @Test func jsonForWhatJSONHolds() throws {
         let value = PlistValue.dictionary(["a": .array([.integer(1), .real(2.5), .boolean(false), .string("x\"y")]), "b": .dictionary([:])])
-        let json = try PropertyListSerialization.write(value, format: .json)
-        #expect(try PropertyListSerialization.read(json, allowJSON: true) == value)
-        #expect(throws: PlistError.self) { try PropertyListSerialization.write(.data(Data([1])), format: .json) }
-        #expect(throws: PlistError.self) { try PropertyListSerialization.read(Data("{\"a\": null}".utf8), allowJSON: true) }
+        let json = try Plist.write(value, format: .json)
+        #expect(try Plist.read(json, allowJSON: true) == value)
+        #expect(throws: PlistError.self) { try Plist.write(.data(Data([1])), format: .json) }
+        #expect(throws: PlistError.self) { try Plist.read(Data("{\"a\": null}".utf8), allowJSON: true) }
     }
 }
