@@ -21,6 +21,7 @@ release: deps
 # The whole suite. Tests start their own dbus-daemon and stop it.
 test: deps
 	$(SWIFT) build --build-tests
+	$(SWIFT) build --product todayd
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 
 # Side-by-side benchmarks against the C references in ../shared/bench (or BENCH_REF).
@@ -31,9 +32,10 @@ bench: deps release
 	scripts/bench-dbus $(BENCH_OUT) .build/release
 	scripts/bench-plist $(BENCH_OUT) .build/release
 
-# The daemon on a bus of its own.
-run: release
-	.build/release/todayd --private-bus --verbose
+# The daemon on a bus of its own, serving the example bundles.
+run: deps
+	$(SWIFT) build --product todayd
+	.build/debug/todayd --private-bus --verbose --bundles data/examples
 
 clean:
 	$(SWIFT) package clean

@@ -28,6 +28,7 @@ let package = Package(
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
         .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "DBus"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"], exclude: ["plistcheck.py"]),
     ],
     swiftLanguageModes: [.v6]

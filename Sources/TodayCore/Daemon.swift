@@ -1,0 +1,177 @@
+import DBus
+import Foundation
+import Glibc
+
+/// The daemon's entry point, shared by `todayd` and the tests.
+public enum Daemon {
+    public struct Options: Sendable, Equatable {
+        public var address: String?
+        public var bundleFolders: [String] = []
+        public var replace = false
+        public var verbose = false
+        public var privateBus = false
+    }
+
+    public static let usage = """
+        usage: todayd [--address ADDR] [--bundles DIR]... [--replace] [--verbose] [--private-bus]
+
+        Serves io.github.todayd.Today1 on the session bus (or ADDR).
+          --address ADDR   the bus to serve on, instead of DBUS_SESSION_BUS_ADDRESS
+          --bundles DIR    one more bundle folder, after the XDG ones (repeatable)
+          --replace        take the name over from a running todayd
+          --verbose        log every change
+          --private-bus    start a dbus-daemon of its own, print DBUS_SESSION_BUS_ADDRESS=…, serve there
+        """
+
+    public enum UsageError: Error, CustomStringConvertible {
+        case bad(String)
+        public var description: String { if case .bad(let m) = self { m } else { "" } }
+    }
+
+    public static func parse(_ arguments: [String]) throws -> Options {
+        var options = Options()
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "--address":
+                guard let value = iterator.next() else { throw UsageError.bad("--address needs a bus address") }
+                options.address = value
+            case "--bundles":
+                guard let value = iterator.next(), value.hasPrefix("/") || !value.isEmpty else {
+                    throw UsageError.bad("--bundles needs a folder")
+                }
+                options.bundleFolders.append(URL(fileURLWithPath: value).standardizedFileURL.path)
+            case "--replace": options.replace = true
+            case "--verbose": options.verbose = true
+            case "--private-bus": options.privateBus = true
+            default: throw UsageError.bad("unknown argument '\(argument)'")
+            }
+        }
+        if options.privateBus && options.address != nil {
+            throw UsageError.bad("--private-bus and --address exclude each other")
+        }
+        return options
+    }
+
+    /// Runs the daemon until SIGTERM, SIGINT or the loss of its bus or name.
+    /// Returns the exit status.
+    public static func run(_ options: Options, environment: [String: String]) async -> Int32 {
+        let log = Logger(verbose: options.verbose)
+        var privateBus: PrivateBusProcess?
+        let address: String
+        do {
+            if options.privateBus {
+                let bus = try PrivateBusProcess.start()
+                privateBus = bus
+                address = bus.address
+                FileHandle.standardOutput.write(Data("DBUS_SESSION_BUS_ADDRESS=\(bus.address)\n".utf8))
+            } else if let given = options.address ?? environment["DBUS_SESSION_BUS_ADDRESS"], !given.isEmpty {
+                address = given
+            } else {
+                log.warning("no bus: DBUS_SESSION_BUS_ADDRESS is not set; pass --address ADDR or --private-bus")
+                return 1
+            }
+        } catch {
+            log.warning("cannot start a private bus: \(error)")
+            return 1
+        }
+        defer { privateBus?.stop() }
+
+        let connection: Connection
+        do {
+            connection = try Connection(address: address)
+        } catch {
+            log.warning("cannot connect to the bus at \(address): \(error)")
+            return 1
+        }
+        let directories = Directories(environment: environment, extraBundleFolders: options.bundleFolders)
+        let service = TodayService(connection: connection, directories: directories, log: log)
+        service.reload()
+
+        let (events, continuation) = AsyncStream<Int32>.makeStream()
+        do {
+            try await connection.subscribe(MatchRule(interface: .bus, member: MemberName("NameLost")), addToBus: false) { message in
+                if message.body.first?.string == Today.busName.rawValue { continuation.yield(-1) }
+            }
+            var flags: Connection.RequestNameFlags = [.allowReplacement, .doNotQueue]
+            if options.replace { flags.insert(.replaceExisting) }
+            let reply = try await connection.requestName(Today.busName, flags: flags)
+            guard reply == .primaryOwner || reply == .alreadyOwner else {
+                log.warning("\(Today.busName) is already taken on this bus: another todayd runs; stop it or pass --replace")
+                connection.close()
+                return 1
+            }
+        } catch {
+            log.warning("cannot own \(Today.busName): \(error)")
+            connection.close()
+            return 1
+        }
+        log.info("serving \(Today.busName) with \(service.widgetIDs.count) widgets from \(directories.bundleFolders.joined(separator: ", "))")
+
+        connection.onDisconnect { continuation.yield(-2) }
+        var sources: [DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber)
+            source.setEventHandler { continuation.yield(signalNumber) }
+            source.resume()
+            sources.append(source)
+        }
+        var status: Int32 = 0
+        loop: for await event in events {
+            switch event {
+            case SIGHUP:
+                log.info("SIGHUP: rescanning the bundle folders")
+                service.reload()
+            case -1:
+                log.warning("another todayd took \(Today.busName) over; exiting")
+                break loop
+            case -2:
+                log.warning("the bus connection was lost; exiting")
+                status = 1
+                break loop
+            default:
+                log.info("signal \(event): exiting")
+                break loop
+            }
+        }
+        for source in sources { source.cancel() }
+        connection.close()
+        return status
+    }
+}
+
+/// A dbus-daemon of the daemon's own (`--private-bus`).
+final class PrivateBusProcess: Sendable {
+    let address: String
+    private let process: Process
+
+    static func start() throws -> PrivateBusProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        guard !line.isEmpty else { throw DBusError.failed("dbus-daemon printed no address") }
+        return PrivateBusProcess(process: process, address: String(decoding: line, as: UTF8.self))
+    }
+
+    private init(process: Process, address: String) {
+        self.process = process
+        self.address = address
+    }
+
+    func stop() {
+        // The bus holds nothing worth flushing once todayd has let go.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}

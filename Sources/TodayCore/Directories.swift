@@ -1,0 +1,36 @@
+import Foundation
+
+/// The XDG base directories todayd uses, with the specification's defaults
+/// when a variable is unset or empty. Built from an environment so tests
+/// pass their own.
+public struct Directories: Sendable, Equatable {
+    public var dataHome: String
+    public var dataDirs: [String]
+    public var cacheHome: String
+    public var stateHome: String
+    /// Folders given with `--bundles`, lowest precedence.
+    public var extraBundleFolders: [String]
+
+    public init(environment: [String: String], extraBundleFolders: [String] = []) {
+        func value(_ name: String) -> String? {
+            guard let v = environment[name], !v.isEmpty, v.hasPrefix("/") else { return nil }
+            return v
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        dataHome = value("XDG_DATA_HOME") ?? home + "/.local/share"
+        cacheHome = value("XDG_CACHE_HOME") ?? home + "/.cache"
+        stateHome = value("XDG_STATE_HOME") ?? home + "/.local/state"
+        dataDirs = (value("XDG_DATA_DIRS") ?? "/usr/local/share/:/usr/share/")
+            .split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
+        self.extraBundleFolders = extraBundleFolders
+    }
+
+    /// The bundle folders, highest precedence first (SPEC section 3).
+    public var bundleFolders: [String] {
+        var folders = [dataHome + "/todayd/bundles"]
+        folders += dataDirs.map { ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/todayd/bundles" }
+        folders += extraBundleFolders
+        var seen = Set<String>()
+        return folders.filter { seen.insert($0).inserted }
+    }
+}
