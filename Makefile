@@ -5,7 +5,9 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release test bench run clean
+.PHONY: all deps build release test bench fuzz run clean
+FUZZ_SECONDS ?= 600
+TEST_FUZZ_SECONDS ?= 20
 
 all: build
 
@@ -23,6 +25,11 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build --product todayd
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
+	scripts/fuzz $(TEST_FUZZ_SECONDS)
+
+# libFuzzer targets for the property-list readers, FUZZ_SECONDS each.
+fuzz: deps
+	scripts/fuzz $(FUZZ_SECONDS)
 
 # Side-by-side benchmarks against the C references in ../shared/bench (or BENCH_REF).
 BENCH_REF ?= $(firstword $(wildcard ../shared/bench) bench/reference)

@@ -20,7 +20,12 @@ enum XMLPlistReader {
             guard let base = buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
                 let context = xmlCreateMemoryParserCtxt(base, Int32(buffer.count))
             else { return false }
-            defer { xmlFreeParserCtxt(context) }
+            defer {
+                // libxml2 may start a document to hold declarations even for
+                // a SAX parse (it does after some encoding errors); free it.
+                if let document = context.pointee.myDoc { xmlFreeDoc(document) }
+                xmlFreeParserCtxt(context)
+            }
             context.pointee.sax.pointee = SAXState.makeHandler()
             context.pointee._private = Unmanaged.passUnretained(state).toOpaque()
             _ = xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
