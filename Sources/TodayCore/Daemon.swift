@@ -57,11 +57,11 @@ public enum Daemon {
     /// Returns the exit status.
     public static func run(_ options: Options, environment: [String: String]) async -> Int32 {
         let log = Logger(verbose: options.verbose)
-        var privateBus: PrivateBusProcess?
+        var privateBus: BusDaemon?
         let address: String
         do {
             if options.privateBus {
-                let bus = try PrivateBusProcess.start()
+                let bus = try BusDaemon()
                 privateBus = bus
                 address = bus.address
                 FileHandle.standardOutput.write(Data("DBUS_SESSION_BUS_ADDRESS=\(bus.address)\n".utf8))
@@ -141,37 +141,3 @@ public enum Daemon {
     }
 }
 
-/// A dbus-daemon of the daemon's own (`--private-bus`).
-final class PrivateBusProcess: Sendable {
-    let address: String
-    private let process: Process
-
-    static func start() throws -> PrivateBusProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        guard !line.isEmpty else { throw DBusError.failed("dbus-daemon printed no address") }
-        return PrivateBusProcess(process: process, address: String(decoding: line, as: UTF8.self))
-    }
-
-    private init(process: Process, address: String) {
-        self.process = process
-        self.address = address
-    }
-
-    func stop() {
-        // The bus holds nothing worth flushing once todayd has let go.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}

@@ -4,7 +4,7 @@ import Testing
 
 /// The test object as seen by clients we did not write.
 @Suite struct ForeignClientTests {
-    func withServedObject(_ body: (PrivateBus, Connection, ExportedInterface) async throws -> Void) async throws {
+    func withServedObject(_ body: (BusDaemon, Connection, ExportedInterface) async throws -> Void) async throws {
         try await withPrivateBus { bus, server in
             let object = TestObject.make()
             server.objects.addObjectManager(at: ObjectPath("/org/example"))

@@ -2,47 +2,8 @@ import DBus
 import Foundation
 import Testing
 
-/// A dbus-daemon of the test's own, stopped when the test ends.
-final class PrivateBus: Sendable {
-    let address: String
-    private let process: Process
-
-    init() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        self.process = process
-        self.address = String(decoding: line, as: UTF8.self)
-    }
-
-    deinit {
-        // A test bus holds nothing worth flushing; SIGKILL also works where
-        // the test runner's threads block SIGTERM for their children.
-        let pid = process.processIdentifier
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
-    }
-
+extension BusDaemon {
     func connect() throws -> Connection { try Connection(address: address) }
-}
-
-/// Runs `body` with a fresh bus and a connection to it, closing both after.
-func withPrivateBus<T>(_ body: (PrivateBus, Connection) async throws -> T) async throws -> T {
-    let bus = try PrivateBus()
-    let connection = try bus.connect()
-    defer { connection.close() }
-    return try await body(bus, connection)
 }
 
 /// Runs a command to completion, off the cooperative thread pool, and

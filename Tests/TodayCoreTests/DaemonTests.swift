@@ -30,13 +30,8 @@ import Testing
             process.standardOutput = output
             process.standardError = log
             try process.run()
-            var line = Data()
-            while true {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data("\n".utf8) { break }
-                line.append(byte)
-            }
-            address = String(decoding: line, as: UTF8.self).replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
+            address = BusDaemon.readLine(output.fileHandleForReading)
+                .replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
         }
 
         func stop() -> Int32 {
