@@ -4,7 +4,6 @@ import PackageDescription
 let package = Package(
     name: "Today",
     products: [
-        .library(name: "TodayKit", targets: ["TodayKit"]),
         .executable(name: "todayd", targets: ["todayd"]),
         .executable(name: "todayctl", targets: ["todayctl"]),
     ],
@@ -22,9 +21,8 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         .target(name: "TodayCore", dependencies: ["DBus", "PropertyList"]),
-        .target(name: "TodayKit", dependencies: ["DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
-        .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayKit"]),
+        .executableTarget(name: "todayctl", dependencies: ["TodayCore", "DBus", "PropertyList"]),
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
         .testTarget(name: "DBusTests", dependencies: ["DBus"]),
