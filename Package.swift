@@ -25,9 +25,10 @@ let package = Package(
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "DBus", "PropertyList"]),
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
-        .testTarget(name: "DBusTests", dependencies: ["DBus"]),
-        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "DBus"]),
-        .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"], exclude: ["plistcheck.py"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
+        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "DBus", "TestSupport"]),
+        .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),
     ],
     swiftLanguageModes: [.v6]
 )

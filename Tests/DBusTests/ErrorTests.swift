@@ -1,4 +1,5 @@
 import DBus
+import TestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import DBus
+import TestSupport
 import Foundation
 import Testing
 
@@ -44,10 +45,10 @@ import Testing
             let client = try bus.connect()
             defer { client.close() }
             let d = BusName(rawValue: server.uniqueName)
-            let changes = Mutexed<[Message]>([])
+            let changes = Locked<[Message]>([])
             try await client.subscribe(
                 MatchRule(path: TestObject.path, interface: .properties, member: MemberName("PropertiesChanged"))
-            ) { message in changes.update { $0.append(message) } }
+            ) { message in changes.withLock { $0.append(message) } }
 
             let all = try await client.call(
                 d, path: TestObject.path, interface: .properties, member: MemberName("GetAll"),
@@ -72,7 +73,7 @@ import Testing
             #expect(get.body == [.variant(.string("bonjour"))])
 
             try await Task.sleep(for: .milliseconds(200))
-            let seen = changes.get().map { $0.body }
+            let seen = changes.value.map { $0.body }
             #expect(seen.count == 3, "\(seen)")
             #expect(seen.first == [.string("org.example.Test1"), .vardict([("Count", .uint32(42))]), .strings([])])
             #expect(seen.dropFirst().first == [.string("org.example.Test1"), .vardict([]), .strings(["Blob"])])
@@ -87,9 +88,9 @@ import Testing
             let client = try bus.connect()
             defer { client.close() }
             let d = BusName(rawValue: server.uniqueName)
-            let signals = Mutexed<[Message]>([])
+            let signals = Locked<[Message]>([])
             try await client.subscribe(MatchRule(path: root, interface: .objectManager)) { message in
-                signals.update { $0.append(message) }
+                signals.withLock { $0.append(message) }
             }
             server.objects.export(TestObject.path, [TestObject.make()])
             let managed = try await client.call(
@@ -103,7 +104,7 @@ import Testing
 
             server.objects.unexport(TestObject.path)
             try await Task.sleep(for: .milliseconds(200))
-            let seen = signals.get()
+            let seen = signals.value
             #expect(seen.map(\.member) == ["InterfacesAdded", "InterfacesRemoved"])
             #expect(seen.last?.body == [.objectPath(TestObject.path), .strings(["org.example.Test1"])])
 
@@ -122,17 +123,17 @@ import Testing
                 first.close()
                 second.close()
             }
-            let seenByFirst = Mutexed(0)
-            let seenBySecond = Mutexed(0)
+            let seenByFirst = Locked(0)
+            let seenBySecond = Locked(0)
             let rule = MatchRule(interface: TestObject.name, member: MemberName("Shouted"))
-            try await first.subscribe(rule) { _ in seenByFirst.update { $0 += 1 } }
-            try await second.subscribe(rule) { _ in seenBySecond.update { $0 += 1 } }
+            try await first.subscribe(rule) { _ in seenByFirst.withLock { $0 += 1 } }
+            try await second.subscribe(rule) { _ in seenBySecond.withLock { $0 += 1 } }
             let d = BusName(rawValue: server.uniqueName)
             try await first.call(d, path: TestObject.path, interface: TestObject.name, member: MemberName("Shout"), [.string(second.uniqueName)])
             try await first.call(d, path: TestObject.path, interface: TestObject.name, member: MemberName("Shout"), [.string("")])
             try await Task.sleep(for: .milliseconds(200))
-            #expect(seenByFirst.get() == 1, "only the broadcast")
-            #expect(seenBySecond.get() == 2, "the unicast and the broadcast")
+            #expect(seenByFirst.value == 1, "only the broadcast")
+            #expect(seenBySecond.value == 2, "the unicast and the broadcast")
         }
     }
 
@@ -144,13 +145,13 @@ import Testing
             #expect(try await first.requestName(name, flags: [.allowReplacement, .doNotQueue]) == .primaryOwner)
             #expect(try await first.requestName(name, flags: [.allowReplacement, .doNotQueue]) == .alreadyOwner)
             #expect(try await second.requestName(name, flags: [.doNotQueue]) == .exists)
-            let lost = Mutexed(false)
+            let lost = Locked(false)
             try await first.subscribe(MatchRule(interface: .bus, member: MemberName("NameLost")), addToBus: false) { message in
-                if message.body.first?.string == name.rawValue { lost.set(true) }
+                if message.body.first?.string == name.rawValue { lost.value = true }
             }
             #expect(try await second.requestName(name, flags: [.replaceExisting, .doNotQueue]) == .primaryOwner)
             try await Task.sleep(for: .milliseconds(200))
-            #expect(lost.get())
+            #expect(lost.value)
         }
     }
 

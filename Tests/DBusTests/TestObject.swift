@@ -1,4 +1,5 @@
 import DBus
+import TestSupport
 import Foundation
 
 /// An object exported by tests: every kind of method, property and signal.
@@ -30,7 +31,7 @@ enum TestObject {
     }
 
     static func make() -> ExportedInterface {
-        let holder = Mutexed<ExportedInterface?>(nil)
+        let holder = Locked<ExportedInterface?>(nil)
         let exported = ExportedInterface(
             interface,
             properties: [
@@ -50,12 +51,12 @@ enum TestObject {
                     }
                 },
                 "SetGreeting": { call in
-                    holder.get()?.set("Greeting", call.arguments[0])
+                    holder.value?.set("Greeting", call.arguments[0])
                     return []
                 },
                 "Shout": { call in
                     let to = call.arguments[0].string ?? ""
-                    try holder.get()?.emit(
+                    try holder.value?.emit(
                         "Shouted", [.string("HEY")], to: to.isEmpty ? nil : BusName(rawValue: to))
                     return []
                 },
@@ -78,7 +79,7 @@ enum TestObject {
                     }
                 }
             ])
-        holder.set(exported)
+        holder.value = exported
         return exported
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import PropertyList
 
@@ -30,7 +31,7 @@ import Testing
                 expected.append(tagged(value))
             }
         }
-        let result = try shell(["python3", plistcheck, "dump"] + paths)
+        let result = try runBlocking(["python3", plistcheck, "dump"] + paths)
         #expect(result.status == 0, "\(result.error)")
         let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for (i, path) in paths.enumerated() {
@@ -48,7 +49,7 @@ import Testing
         for (i, value) in values.enumerated() {
             try Data(tagged(value).utf8).write(to: folder.appendingPathComponent("\(i).json"))
         }
-        let written = try shell(["python3", plistcheck, "write", folder.path])
+        let written = try runBlocking(["python3", plistcheck, "write", folder.path])
         #expect(written.status == 0, "\(written.error)")
         for (i, value) in values.enumerated() {
             for format in ["xml", "binary"] {
@@ -72,9 +73,9 @@ import Testing
                 let input = folder.appendingPathComponent("\(i).\(format.rawValue)").path
                 let output = input + ".\(target)"
                 try Plist.write(value, format: format).write(to: URL(fileURLWithPath: input))
-                let lint = try shell(["plutil", "-lint", input])
+                let lint = try runBlocking(["plutil", "-lint", input])
                 #expect(lint.status == 0, "plutil -lint \(input): \(lint.output) \(lint.error)")
-                let converted = try shell(["plutil", "-convert", target, "-o", output, input])
+                let converted = try runBlocking(["plutil", "-convert", target, "-o", output, input])
                 #expect(converted.status == 0, "plutil -convert \(target): \(converted.error)")
                 let back = try Plist.read(Data(contentsOf: URL(fileURLWithPath: output)))
                 #expect(back == value, "through plutil \(target): \(tagged(value).prefix(200))")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 @testable import PropertyList
 
 /// The tagged-JSON form that plistcheck.py prints, for comparing values
@@ -80,42 +81,6 @@ enum Corpus {
         for _ in 0..<60 { values.append(random(&rng, depth: 0)) }
         return values
     }
-}
-
-@discardableResult
-func shell(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let errData = Locked(Data())
-    let reader = Thread { errData.value = err.fileHandleForReading.readDataToEndOfFile() }
-    reader.start()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    while !reader.isFinished { usleep(1000) }
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errData.value, as: UTF8.self))
-}
-
-final class Locked<T: Sendable>: @unchecked Sendable {
-    // @unchecked: every access goes through `lock`.
-    private var stored: T
-    private let lock = NSLock()
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-}
-
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("plist-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
 }
 
 let plistcheck = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("plistcheck.py").path

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestSupport
 import Testing
 @testable import TodayCore
 
@@ -122,16 +123,5 @@ import Testing
         #expect(catalog.problems.count == 1)
         #expect(catalog.problems.first?.key == "CFBundleIdentifier")
         #expect(catalog.problems.first?.file.hasSuffix("Bad.app/Info.plist") == true)
-    }
-}
-
-final class Locked<T: Sendable>: @unchecked Sendable {
-    // @unchecked: every access goes through `lock`.
-    private var stored: T
-    private let lock = NSLock()
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }

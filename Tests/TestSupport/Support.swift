@@ -1,0 +1,56 @@
+import Foundation
+import Glibc
+
+/// Runs a command to completion, off the cooperative thread pool, and
+/// returns its exit status and output.
+@discardableResult
+public func run(_ arguments: [String], timeout: TimeInterval = 20) async throws -> (status: Int32, output: String, error: String) {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try runBlocking(arguments, timeout: timeout) })
+        }
+    }
+}
+
+public func runBlocking(_ arguments: [String], timeout: TimeInterval = 20) throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes while the process runs so a full pipe cannot stall it.
+    let outData = Locked(Data())
+    let errData = Locked(Data())
+    let group = DispatchGroup()
+    DispatchQueue.global().async(group: group) { outData.value = out.fileHandleForReading.readDataToEndOfFile() }
+    DispatchQueue.global().async(group: group) { errData.value = err.fileHandleForReading.readDataToEndOfFile() }
+    if group.wait(timeout: .now() + timeout) == .timedOut { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    return (
+        process.terminationStatus, String(decoding: outData.value, as: UTF8.self),
+        String(decoding: errData.value, as: UTF8.self)
+    )
+}
+
+/// A value shared between test tasks and callbacks.
+public final class Locked<T: Sendable>: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private var stored: T
+    private let lock = NSLock()
+    public init(_ value: T) { stored = value }
+    public var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    public func withLock(_ body: (inout T) -> Void) { lock.withLock { body(&stored) } }
+}
+
+/// A fresh folder under the temporary directory.
+public func temporaryDirectory(_ prefix: String = "test") throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
