@@ -20,7 +20,9 @@ let package = Package(
         ),
         .target(name: "DBus", dependencies: ["CDBus"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
-        .target(name: "TodayCore", dependencies: ["DBus", "PropertyList"]),
+        // The few libc calls that need _GNU_SOURCE.
+        .target(name: "CSystem"),
+        .target(name: "TodayCore", dependencies: ["DBus", "PropertyList", "CSystem"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "DBus", "PropertyList"]),
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),

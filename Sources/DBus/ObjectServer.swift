@@ -10,6 +10,25 @@ public final class ObjectServer: Sendable {
         weak var connection: Connection?
         var objects: [ObjectPath: [ExportedInterface]] = [:]
         var managers: Set<ObjectPath> = []
+        var gate: Gate?
+    }
+
+    /// What a gate says about a call before it is dispatched.
+    public enum Admission: Sendable {
+        case allow
+        case deny(DBusError)
+        /// The answer needs a round trip (to the bus, for instance): the
+        /// call waits for it while other calls go on.
+        case ask(@Sendable () async -> DBusError?)
+    }
+
+    /// Decides, on the loop thread, whether a call to any exported object
+    /// may proceed.
+    public typealias Gate = @Sendable (Message) -> Admission
+
+    /// Sets the check every incoming method call passes before dispatch.
+    public func setGate(_ gate: Gate?) {
+        state.withLock { $0.gate = gate }
     }
 
     var connection: Connection? {
@@ -76,6 +95,23 @@ public final class ObjectServer: Sendable {
         } catch {
             return reply(to: handle, noReply: false, .failure(error), on: connection)
         }
+        switch state.withLock({ $0.gate })?(message) ?? .allow {
+        case .allow:
+            proceed(message, handle: handle, on: connection)
+        case .deny(let error):
+            reply(to: handle, noReply: message.noReplyExpected, .failure(error), on: connection)
+        case .ask(let question):
+            Task {
+                if let error = await question() {
+                    self.reply(to: handle, noReply: message.noReplyExpected, .failure(error), on: connection)
+                } else {
+                    connection.submit { self.proceed(message, handle: handle, on: connection) }
+                }
+            }
+        }
+    }
+
+    private func proceed(_ message: Message, handle: MessageHandle, on connection: Connection) {
         let outcome = route(message, handle: handle, on: connection)
         switch outcome {
         case .done(let result):

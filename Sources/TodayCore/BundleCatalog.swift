@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import PropertyList
 
@@ -12,12 +13,22 @@ public struct WidgetManifest: Sendable, Equatable {
     public var updateInterval: UInt32
     public var groups: [String]
     public var path: String
+    /// The provider executable's path inside the bundle; nil when the
+    /// manifest names none.
+    public var executable: String?
+    /// TodayUpdateTimeout, in seconds.
+    public var updateTimeout: UInt32 = 10
+    /// TodayMemoryLimit, in bytes.
+    public var memoryLimit: UInt64 = 64 << 20
+    /// TodayProviderBusName: the provider answers on the bus.
+    public var providerBusName: String?
 
     public static func == (a: WidgetManifest, b: WidgetManifest) -> Bool {
         a.bundleIdentifier == b.bundleIdentifier && a.containerBundleIdentifier == b.containerBundleIdentifier
             && a.displayName == b.displayName && a.iconPath == b.iconPath && a.preferredHeight == b.preferredHeight
             && a.marginInsets == b.marginInsets && a.updateInterval == b.updateInterval && a.groups == b.groups
-            && a.path == b.path
+            && a.path == b.path && a.executable == b.executable && a.updateTimeout == b.updateTimeout
+            && a.memoryLimit == b.memoryLimit && a.providerBusName == b.providerBusName
     }
 }
 
@@ -33,6 +44,8 @@ public struct BundleProblem: Sendable, Equatable, CustomStringConvertible {
 /// the problems of those that did not.
 public struct BundleCatalog: Sendable {
     public var widgets: [WidgetManifest] = []
+    /// Every installed bundle id: container apps and all their extensions.
+    public var bundleIDs: Set<String> = []
     public var problems: [BundleProblem] = []
 
     /// Scans `folders` in precedence order; the first folder holding a
@@ -47,8 +60,11 @@ public struct BundleCatalog: Sendable {
                 let app = folder + "/" + name
                 do {
                     let (appID, widgets) = try loadApp(at: app, skippingIDs: seenApps)
-                    seenApps.insert(appID)
-                    catalog.widgets += widgets
+                    if seenApps.insert(appID).inserted {
+                        catalog.widgets += widgets
+                        catalog.bundleIDs.insert(appID)
+                        catalog.bundleIDs.formUnion(widgets.map(\.bundleIdentifier))
+                    }
                 } catch let problem as BundleProblem {
                     catalog.problems.append(problem)
                 } catch {
@@ -87,6 +103,23 @@ public struct BundleCatalog: Sendable {
         return text
     }
 
+    static func number(_ dictionary: PlistDictionary, _ key: String, in file: String) throws -> Double? {
+        guard let value = dictionary[key] else { return nil }
+        switch value {
+        case .real(let d): return d
+        case .integer(let i): return Double(i)
+        default: throw BundleProblem(file: file, key: key, message: "must be a <real>, not <\(value.typeName)>")
+        }
+    }
+
+    static func integer(_ dictionary: PlistDictionary, _ key: String, in file: String) throws -> Int64? {
+        guard let value = dictionary[key] else { return nil }
+        guard let number = value.int64 else {
+            throw BundleProblem(file: file, key: key, message: "must be an <integer>, not <\(value.typeName)>")
+        }
+        return number
+    }
+
     /// Reverse-DNS: `[A-Za-z0-9.-]`, at most 255 bytes, no empty component.
     public static func isValidBundleID(_ id: String) -> Bool {
         guard !id.isEmpty, id.utf8.count <= 255 else { return false }
@@ -94,18 +127,39 @@ public struct BundleCatalog: Sendable {
         return !id.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty }
     }
 
-    static func entitledGroups(_ bundle: String) -> [String] {
+    /// The app groups a bundle's entitlements name (SPEC section 3):
+    /// `Entitlements.plist`, or else a single `*.entitlements` file.
+    static func entitledGroups(_ bundle: String) throws -> [String] {
         let files = FileManager.default
         var path = bundle + "/Entitlements.plist"
         if !files.fileExists(atPath: path) {
             let candidates = ((try? files.contentsOfDirectory(atPath: bundle)) ?? []).filter { $0.hasSuffix(".entitlements") }
-            guard candidates.count == 1 else { return [] }
+            guard !candidates.isEmpty else { return [] }
+            guard candidates.count == 1 else {
+                throw BundleProblem(file: bundle, key: "-", message: "has \(candidates.count) *.entitlements files; keep one, or name it Entitlements.plist")
+            }
             path = bundle + "/" + candidates[0]
         }
-        guard let value = try? Plist.read(contentsOf: path),
-            let groups = value["com.apple.security.application-groups"]?.array
-        else { return [] }
-        return groups.compactMap(\.string)
+        let value: PlistValue
+        do {
+            value = try Plist.read(contentsOf: path)
+        } catch {
+            throw BundleProblem(file: path, key: "-", message: "not a readable property list (\(error)); fix or remove it")
+        }
+        let key = "com.apple.security.application-groups"
+        guard let entry = value[key] else { return [] }
+        guard let groups = entry.array?.compactMap(\.string), groups.count == entry.array?.count else {
+            throw BundleProblem(file: path, key: key, message: "must be an <array> of <string> group ids")
+        }
+        for group in groups where !isValidGroupID(group) {
+            throw BundleProblem(file: path, key: key, message: "'\(group)' is not a group id: 'group.' and reverse-DNS characters, at most 255 bytes, no '..'")
+        }
+        return groups
+    }
+
+    /// `group.` followed by reverse-DNS characters, at most 255 bytes, no `..`.
+    public static func isValidGroupID(_ id: String) -> Bool {
+        id.hasPrefix("group.") && id.count > 6 && isValidBundleID(id)
     }
 
     static func loadApp(at app: String, skippingIDs: Set<String>) throws -> (String, [WidgetManifest]) {
@@ -143,11 +197,46 @@ public struct BundleCatalog: Sendable {
                 throw BundleProblem(file: path, key: "CFBundleVersion", message: "CFBundleVersion and CFBundleShortVersionString must equal the container app's")
             }
             let attributes = ext["NSExtensionAttributes"]?.dictionary ?? [:]
-            let height = attributes["TodayPreferredHeight"]?.double ?? 0
-            let insets = attributes["TodayMarginInsets"]?.dictionary ?? [:]
-            let interval = attributes["TodayUpdateInterval"]?.int64 ?? 0
+            func attribute(_ key: String) -> String { "NSExtension.NSExtensionAttributes.\(key)" }
+            let height = try number(attributes, "TodayPreferredHeight", in: path) ?? 0
+            guard height >= 0, height.isFinite else {
+                throw BundleProblem(file: path, key: attribute("TodayPreferredHeight"), message: "must be 0 or a positive <real>")
+            }
+            var insets = (top: 0.0, left: 0.0, bottom: 0.0, right: 0.0)
+            if let value = attributes["TodayMarginInsets"] {
+                guard let dictionary = value.dictionary else {
+                    throw BundleProblem(file: path, key: attribute("TodayMarginInsets"), message: "must be a <dict> with top, left, bottom and right")
+                }
+                insets = (
+                    try number(dictionary, "top", in: path) ?? 0, try number(dictionary, "left", in: path) ?? 0,
+                    try number(dictionary, "bottom", in: path) ?? 0, try number(dictionary, "right", in: path) ?? 0
+                )
+            }
+            let interval = try integer(attributes, "TodayUpdateInterval", in: path) ?? 0
             guard interval == 0 || (60...Int64(UInt32.max)).contains(interval) else {
-                throw BundleProblem(file: path, key: "TodayUpdateInterval", message: "must be 0 or at least 60 seconds")
+                throw BundleProblem(file: path, key: attribute("TodayUpdateInterval"), message: "must be 0 or at least 60 seconds")
+            }
+            let timeout = try integer(attributes, "TodayUpdateTimeout", in: path) ?? 10
+            guard (1...3600).contains(timeout) else {
+                throw BundleProblem(file: path, key: attribute("TodayUpdateTimeout"), message: "must be between 1 and 3600 seconds")
+            }
+            let memory = try integer(attributes, "TodayMemoryLimit", in: path) ?? 64 << 20
+            guard memory >= 1 << 20 else {
+                throw BundleProblem(file: path, key: attribute("TodayMemoryLimit"), message: "must be at least 1048576 bytes")
+            }
+            var busName: String?
+            if let value = attributes["TodayProviderBusName"] {
+                guard let name = value.string, BusName(rawValue: name) != nil, !name.hasPrefix(":") else {
+                    throw BundleProblem(file: path, key: attribute("TodayProviderBusName"), message: "must be a well-known D-Bus name such as org.example.App.Provider")
+                }
+                busName = name
+            }
+            var executable: String?
+            if let name = try string(extensionInfo, "CFBundleExecutable", in: path, required: false) {
+                guard !name.isEmpty, !name.hasPrefix("/"), !name.split(separator: "/").contains("..") else {
+                    throw BundleProblem(file: path, key: "CFBundleExecutable", message: "must be a path relative to the bundle that stays inside it")
+                }
+                executable = appex + "/" + name
             }
             let displayName = try string(extensionInfo, "CFBundleDisplayName", in: path, required: false)
                 ?? string(extensionInfo, "CFBundleName", in: path, required: false) ?? id
@@ -155,8 +244,9 @@ public struct BundleCatalog: Sendable {
                 WidgetManifest(
                     bundleIdentifier: id, containerBundleIdentifier: appID, displayName: displayName,
                     iconPath: iconPath, preferredHeight: height,
-                    marginInsets: (insets["top"]?.double ?? 0, insets["left"]?.double ?? 0, insets["bottom"]?.double ?? 0, insets["right"]?.double ?? 0),
-                    updateInterval: UInt32(interval), groups: entitledGroups(appex), path: appex))
+                    marginInsets: insets, updateInterval: UInt32(interval), groups: try entitledGroups(appex), path: appex,
+                    executable: executable, updateTimeout: UInt32(timeout), memoryLimit: UInt64(memory),
+                    providerBusName: busName))
         }
         return (appID, widgets)
     }

@@ -85,7 +85,8 @@ public enum Daemon {
             return 1
         }
         let directories = Directories(environment: environment, extraBundleFolders: options.bundleFolders)
-        let service = TodayService(connection: connection, directories: directories, log: log)
+        let service = TodayService(
+            connection: connection, directories: directories, log: log, environment: environment, busAddress: address)
         service.reload()
 
         let (events, continuation) = AsyncStream<Int32>.makeStream()
@@ -95,6 +96,7 @@ public enum Daemon {
             }
             var flags: Connection.RequestNameFlags = [.allowReplacement, .doNotQueue]
             if options.replace { flags.insert(.replaceExisting) }
+            try await service.start()
             let reply = try await connection.requestName(Today.busName, flags: flags)
             guard reply == .primaryOwner || reply == .alreadyOwner else {
                 log.warning("\(Today.busName) is already taken on this bus: another todayd runs; stop it or pass --replace")
@@ -136,6 +138,7 @@ public enum Daemon {
             }
         }
         for source in sources { source.cancel() }
+        service.stop()
         connection.close()
         return status
     }

@@ -5,17 +5,22 @@ public enum Today {
     public static let busName = BusName("io.github.todayd.Today1")
     public static let managerPath = ObjectPath("/io/github/todayd/Today1")
     public static let widgetsPath = ObjectPath("/io/github/todayd/Today1/widgets")
-    public static let version = "0.1.0"
+    public static let providerPath = ObjectPath("/io/github/todayd/Today1/Provider")
+    public static let version = "0.2.0"
 
     public static func widgetPath(_ bundleID: String) -> ObjectPath {
         widgetsPath.appending(escaped: bundleID)
     }
 
-    /// The part of `io.github.todayd.Today1.Center` this version serves.
+    /// `io.github.todayd.Today1.Center`, as far as this version serves it.
     public static let center = Interface(
         InterfaceName("io.github.todayd.Today1.Center"),
         methods: [
             Method(MemberName("ListWidgets"), out: [Argument("widgets", "ao")]),
+            Method(MemberName("SetHasContent"), in: [Argument("has_content", "b"), Argument("widget_id", "s")]),
+            Method(MemberName("PerformUpdate"), in: [Argument("widget_id", "s")], out: [Argument("result", "s")]),
+            Method(MemberName("UpdateAll"), out: [Argument("results", "a{ss}")]),
+            Method(MemberName("RegisterApp"), in: [Argument("bundle_id", "s")]),
             Method(MemberName("Reload")),
         ],
         properties: [
@@ -23,18 +28,39 @@ public enum Today {
             Property("BundleDirectories", "as"),
         ])
 
-    /// The part of `io.github.todayd.Today1.Widget` this version serves:
-    /// what the manifests say.
+    /// `io.github.todayd.Today1.Widget`, as far as this version serves it.
     public static let widget = Interface(
         InterfaceName("io.github.todayd.Today1.Widget"),
+        methods: [
+            Method(MemberName("PerformUpdate"), out: [Argument("result", "s")])
+        ],
         properties: [
             Property("BundleIdentifier", "s", changeSignal: .const),
             Property("ContainerBundleIdentifier", "s", changeSignal: .const),
             Property("DisplayName", "s"),
             Property("IconPath", "s"),
+            Property("HasContent", "b"),
             Property("PreferredHeight", "d"),
             Property("MarginInsets", "(dddd)"),
+            Property("Snapshot", "a{sv}"),
+            Property("LastResult", "s"),
+            Property("LastFailure", "s"),
+            Property("LastUpdated", "t"),
             Property("UpdateInterval", "u"),
+            Property("NextScheduledUpdate", "t"),
+            Property("ScheduledUpdatesLeftToday", "u"),
             Property("Groups", "as"),
+        ],
+        signals: [
+            Signal(MemberName("Updated"), [Argument("result", "s")])
+        ])
+
+    /// `io.github.todayd.Today1.Provider`, which D-Bus widget providers serve.
+    public static let provider = Interface(
+        InterfaceName("io.github.todayd.Today1.Provider"),
+        methods: [
+            Method(
+                MemberName("PerformUpdate"), in: [Argument("previous_snapshot", "a{sv}")],
+                out: [Argument("result", "s"), Argument("snapshot", "a{sv}")])
         ])
 }

@@ -1,99 +1,454 @@
 import DBus
 import Foundation
+import Glibc
+import PropertyList
 import Synchronization
 
 /// The todayd service on one bus connection: the manager object and one
-/// object per installed widget, kept in step with the bundle folders.
+/// object per installed widget, kept in step with the bundle folders; the
+/// provider runs, their snapshots and the schedule.
 public final class TodayService: Sendable {
     public let connection: Connection
     public let directories: Directories
-    private let log: Logger
+    public let identities: Identities
+    let log: Logger
+    let store: WidgetStore
+    let providers = RunningProviders()
+    let slots = ProviderSlots(count: 32)
+    /// The session's environment, which providers inherit.
+    let environment: [String: String]
+    let busAddress: String?
+    /// The clock; tests pass their own.
+    let now: @Sendable () -> Date
     private let center: ExportedInterface
     private let state = Mutex(State())
 
     private struct State {
-        var widgets: [String: (manifest: WidgetManifest, object: ExportedInterface)] = [:]
+        var widgets: [String: Widget] = [:]
         var order: [String] = []
+        var bundleIDs: Set<String> = []
+        var scheduler: Task<Void, Never>?
     }
 
-    public init(connection: Connection, directories: Directories, log: Logger) {
+    /// One widget: its object, manifest, remembered state and snapshot,
+    /// and the update running for it, which later callers share.
+    final class Widget: Sendable {
+        let id: String
+        let object: ExportedInterface
+        let data: Mutex<Data>
+
+        struct Data {
+            var manifest: WidgetManifest
+            var record: WidgetRecord
+            var snapshot: PlistDictionary
+            var running: Task<String, Never>?
+        }
+
+        init(id: String, object: ExportedInterface, data: Data) {
+            self.id = id
+            self.object = object
+            self.data = Mutex(data)
+        }
+    }
+
+    public init(
+        connection: Connection, directories: Directories, log: Logger, environment: [String: String] = [:],
+        busAddress: String? = nil, procRoot: String = "/proc", now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.connection = connection
         self.directories = directories
         self.log = log
+        self.environment = environment
+        self.busAddress = busAddress
+        self.now = now
+        store = WidgetStore(directories: directories)
+        identities = Identities(procRoot: procRoot, providers: providers)
         let holder = Mutex<TodayService?>(nil)
+        @Sendable func service() throws -> TodayService {
+            guard let service = holder.withLock({ $0 }) else { throw DBusError.failed("todayd is shutting down") }
+            return service
+        }
         center = ExportedInterface(
             Today.center,
             properties: ["Version": .string(Today.version), "BundleDirectories": .strings(directories.bundleFolders)],
             methods: [
                 "Reload": { _ in
-                    holder.withLock { $0 }?.reload()
+                    try service().reload()
                     return []
-                }
+                },
+                "PerformUpdate": { call in
+                    [.string(try await service().performUpdate(try Self.widgetID(call.arguments[0])))]
+                },
+                "UpdateAll": { _ in
+                    let results = try await service().updateAll()
+                    return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0), .string($0.1)) })]
+                },
+                "SetHasContent": { call in
+                    try await service().setHasContent(call, call.arguments[0].bool ?? true, widget: try Self.widgetID(call.arguments[1]))
+                    return []
+                },
+                "RegisterApp": { call in
+                    let service = try service()
+                    let id = call.arguments[0].string ?? ""
+                    guard BundleCatalog.isValidBundleID(id) else {
+                        throw TodayError.invalidArgs("'\(id.prefix(300))' is not a bundle id: reverse-DNS, [A-Za-z0-9.-], at most 255 bytes")
+                    }
+                    try await service.identities.register(call, as: id) { id in
+                        service.state.withLock { $0.bundleIDs.contains(id) }
+                    }
+                    service.log.info("\(call.sender) registered as \(id)")
+                    return []
+                },
             ],
             immediate: [
                 "ListWidgets": { _ in
-                    let paths = holder.withLock { $0 }?.widgetIDs.map(Today.widgetPath) ?? []
-                    return [.objectPaths(paths)]
+                    [.objectPaths(try service().widgetIDs.map(Today.widgetPath))]
                 }
             ])
         holder.withLock { $0 = self }
+        connection.objects.setGate(identities.gate(on: connection))
         connection.objects.addObjectManager(at: Today.managerPath)
         connection.objects.export(Today.managerPath, [center])
+    }
+
+    /// A widget id argument: a bundle id, or InvalidArgs.
+    static func widgetID(_ value: Value) throws -> String {
+        let id = value.string ?? ""
+        guard BundleCatalog.isValidBundleID(id) else {
+            throw TodayError.invalidArgs("'\(id.prefix(300))' is not a widget id: a bundle id such as tech.agostini.app.LatestPost")
+        }
+        return id
+    }
+
+    /// Starts what runs in the background: forgetting connections that
+    /// leave the bus, and the scheduler.
+    public func start() async throws {
+        try await connection.subscribe(
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"))
+        ) { [identities] message in
+            let args = message.body.compactMap(\.string)
+            if args.count == 3, args[0].hasPrefix(":"), args[2].isEmpty { identities.forget(args[0]) }
+        }
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                let wait = self.runDueUpdates()
+                try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+            }
+        }
+        state.withLock { $0.scheduler = task }
+    }
+
+    /// Stops the scheduler.
+    public func stop() {
+        state.withLock { $0.scheduler }?.cancel()
     }
 
     /// Widget ids sorted by display name, then id.
     public var widgetIDs: [String] { state.withLock { $0.order } }
 
+    func widget(_ id: String) throws -> Widget {
+        guard let widget = state.withLock({ $0.widgets[id] }) else { throw TodayError.noSuchWidget(id) }
+        return widget
+    }
+
+    // MARK: Bundles
+
     /// Rescans the bundle folders and brings the widget objects in step.
     public func reload() {
         let catalog = BundleCatalog.scan(directories.bundleFolders)
         for problem in catalog.problems { log.warning("skipped bundle: \(problem)") }
-        let (added, removed, changed) = state.withLock { state -> ([(WidgetManifest, ExportedInterface)], [String], [(WidgetManifest, ExportedInterface)]) in
-            var added: [(WidgetManifest, ExportedInterface)] = []
-            var changed: [(WidgetManifest, ExportedInterface)] = []
+        let now = self.now()
+        var added: [Widget] = []
+        var removed: [String] = []
+        var changed: [Widget] = []
+        state.withLock { state in
             let fresh = Dictionary(catalog.widgets.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
-            let removed = state.widgets.keys.filter { fresh[$0] == nil }
+            removed = state.widgets.keys.filter { fresh[$0] == nil }
             for id in removed { state.widgets[id] = nil }
             for manifest in catalog.widgets {
-                if let existing = state.widgets[manifest.bundleIdentifier] {
-                    if existing.manifest != manifest {
-                        state.widgets[manifest.bundleIdentifier] = (manifest, existing.object)
-                        changed.append((manifest, existing.object))
+                let id = manifest.bundleIdentifier
+                if let existing = state.widgets[id] {
+                    let differs = existing.data.withLock { data in
+                        guard data.manifest != manifest else { return false }
+                        data.manifest = manifest
+                        data.record.schedule.plan(at: now, interval: manifest.updateInterval, hasContent: data.record.hasContent, outcome: nil, scheduled: false)
+                        return true
                     }
+                    if differs { changed.append(existing) }
                 } else {
-                    let object = ExportedInterface(Today.widget, properties: Self.properties(of: manifest))
-                    state.widgets[manifest.bundleIdentifier] = (manifest, object)
-                    added.append((manifest, object))
+                    var record = store.record(id) { log.warning($0) }
+                    record.schedule.plan(at: now, interval: manifest.updateInterval, hasContent: record.hasContent, outcome: nil, scheduled: false)
+                    let snapshot = store.snapshot(id) { log.warning($0) }
+                    let data = Widget.Data(manifest: manifest, record: record, snapshot: snapshot)
+                    let object = ExportedInterface(
+                        Today.widget, properties: Self.properties(of: data, at: now),
+                        methods: [
+                            "PerformUpdate": { [weak self] _ in
+                                guard let self else { throw DBusError.failed("todayd is shutting down") }
+                                return [.string(try await self.performUpdate(id))]
+                            }
+                        ])
+                    let widget = Widget(id: id, object: object, data: data)
+                    state.widgets[id] = widget
+                    added.append(widget)
                 }
             }
             state.order = catalog.widgets.map(\.bundleIdentifier).filter { state.widgets[$0] != nil }
-            return (added, removed, changed)
+            state.bundleIDs = catalog.bundleIDs
         }
         for id in removed {
             connection.objects.unexport(Today.widgetPath(id))
             log.info("widget removed: \(id)")
         }
-        for (manifest, object) in added {
-            connection.objects.export(Today.widgetPath(manifest.bundleIdentifier), [object])
-            log.info("widget added: \(manifest.bundleIdentifier) from \(manifest.path)")
+        for widget in added {
+            connection.objects.export(Today.widgetPath(widget.id), [widget.object])
+            log.info("widget added: \(widget.id) from \(widget.data.withLock { $0.manifest.path })")
         }
-        for (manifest, object) in changed {
-            object.set(Self.properties(of: manifest).map { ($0.key, $0.value) }.filter { Today.widget.property(named: $0.0)?.changeSignal != .const })
-        }
+        for widget in changed { publish(widget) }
     }
 
-    static func properties(of manifest: WidgetManifest) -> [String: Value] {
+    static func properties(of data: Widget.Data, at now: Date) -> [String: Value] {
+        let manifest = data.manifest
         let insets = manifest.marginInsets
+        let record = data.record
         return [
             "BundleIdentifier": .string(manifest.bundleIdentifier),
             "ContainerBundleIdentifier": .string(manifest.containerBundleIdentifier),
             "DisplayName": .string(manifest.displayName),
             "IconPath": .string(manifest.iconPath),
+            "HasContent": .boolean(record.hasContent),
             "PreferredHeight": .double(manifest.preferredHeight),
             "MarginInsets": .structure([.double(insets.top), .double(insets.left), .double(insets.bottom), .double(insets.right)]),
+            "Snapshot": ValueMapping.dbus(data.snapshot),
+            "LastResult": .string(record.lastResult),
+            "LastFailure": .string(record.lastFailure),
+            "LastUpdated": .uint64(record.lastUpdated),
             "UpdateInterval": .uint32(manifest.updateInterval),
+            "NextScheduledUpdate": .uint64(record.schedule.next.map(ValueMapping.microseconds) ?? 0),
+            "ScheduledUpdatesLeftToday": .uint32(record.schedule.left(at: now)),
             "Groups": .strings(manifest.groups),
         ]
+    }
+
+    /// Announces a widget's current state (PropertiesChanged for what changed).
+    func publish(_ widget: Widget, snapshotChanged: Bool = true) {
+        let now = self.now()
+        var values = widget.data.withLock { Self.properties(of: $0, at: now) }
+        if !snapshotChanged { values["Snapshot"] = nil }
+        widget.object.set(
+            Today.widget.properties.compactMap { property in
+                guard property.changeSignal != .const, let value = values[property.name] else { return nil }
+                return (property.name, value)
+            })
+    }
+
+    // MARK: Updates
+
+    /// Runs the widget's provider, or joins the run already going, and
+    /// publishes the outcome.
+    public func performUpdate(_ id: String, scheduled: Bool = false) async throws -> String {
+        let widget = try widget(id)
+        let task = widget.data.withLock { data -> Task<String, Never> in
+            if let running = data.running { return running }
+            let task = Task { await self.update(widget, scheduled: scheduled) }
+            data.running = task
+            return task
+        }
+        return await task.value
+    }
+
+    /// Updates every widget that has content, concurrently.
+    public func updateAll() async -> [(String, String)] {
+        let ids = state.withLock { state in
+            state.order.filter { id in state.widgets[id]?.data.withLock { $0.record.hasContent } ?? false }
+        }
+        return await withTaskGroup(of: (String, String).self) { group in
+            for id in ids {
+                group.addTask { (id, (try? await self.performUpdate(id)) ?? "failed") }
+            }
+            var results: [(String, String)] = []
+            for await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }
+        }
+    }
+
+    private func update(_ widget: Widget, scheduled: Bool) async -> String {
+        let (manifest, previous) = widget.data.withLock { ($0.manifest, $0.snapshot) }
+        let outcome = await provide(manifest, previous: previous)
+        let now = self.now()
+        if case .failed(let reason) = outcome { log.warning("\(widget.id): update failed: \(reason)") }
+        if case .newData(let snapshot) = outcome {
+            do {
+                try store.save(snapshot: snapshot, for: widget.id)
+            } catch {
+                log.warning("\(widget.id): cannot keep the snapshot: \(error)")
+            }
+        }
+        let record = widget.data.withLock { data -> WidgetRecord in
+            if case .newData(let snapshot) = outcome { data.snapshot = snapshot }
+            data.record.lastResult = outcome.result
+            data.record.lastFailure = outcome.failure
+            data.record.lastUpdated = ValueMapping.microseconds(now)
+            data.record.schedule.plan(
+                at: now, interval: data.manifest.updateInterval, hasContent: data.record.hasContent,
+                outcome: outcome.result != "failed", scheduled: scheduled)
+            return data.record
+        }
+        saveRecord(record, of: widget)
+        publish(widget, snapshotChanged: outcome.result == "new-data")
+        try? widget.object.emit("Updated", [.string(outcome.result)])
+        widget.data.withLock { $0.running = nil }
+        return outcome.result
+    }
+
+    func saveRecord(_ record: WidgetRecord, of widget: Widget) {
+        do {
+            try store.save(record, for: widget.id)
+        } catch {
+            log.warning("\(widget.id): cannot keep its state: \(error)")
+        }
+    }
+
+    /// One provider run for `manifest`, whatever kind of provider it has.
+    func provide(_ manifest: WidgetManifest, previous: PlistDictionary) async -> ProviderOutcome {
+        if let name = manifest.providerBusName {
+            return await BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)))
+                .run(previous: previous)
+        }
+        guard let declared = manifest.executable else { return .failed("no-provider") }
+        let executable: String
+        switch ProviderExecutable.resolve(declared, inside: manifest.path) {
+        case .success(let path): executable = path
+        case .failure(let problem):
+            log.warning("\(manifest.bundleIdentifier): \(problem)")
+            return .failed("no-provider")
+        }
+        var limits = ProviderLimits()
+        limits.timeout = .seconds(Int(manifest.updateTimeout))
+        limits.memory = manifest.memoryLimit
+        let provider = ExecProvider(
+            widgetID: manifest.bundleIdentifier, executable: executable,
+            container: directories.dataHome + "/todayd/containers/" + manifest.bundleIdentifier,
+            groupContainers: manifest.groups.map { ($0, directories.dataHome + "/todayd/groups/" + $0) },
+            busAddress: busAddress, environment: environment, limits: limits)
+        let id = manifest.bundleIdentifier
+        return await slots.withSlot {
+            await provider.run(previous: previous, running: providers) { [log] line in log.warning("\(id): \(line)") }
+        }
+    }
+
+    // MARK: Has content
+
+    func setHasContent(_ call: MethodCall, _ hasContent: Bool, widget id: String) async throws {
+        let widget = try widget(id)
+        let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
+        guard let caller = try await identities.caller(of: call).bundleID else {
+            throw TodayError.notRegistered("SetHasContent")
+        }
+        guard caller == id || caller == container else {
+            throw TodayError.notEntitled("'\(caller)' may not change whether '\(id)' has content: only the widget or its container app '\(container)' may")
+        }
+        let now = self.now()
+        let record = widget.data.withLock { data -> WidgetRecord? in
+            guard data.record.hasContent != hasContent else { return nil }
+            data.record.hasContent = hasContent
+            data.record.schedule.plan(at: now, interval: data.manifest.updateInterval, hasContent: hasContent, outcome: nil, scheduled: false)
+            return data.record
+        }
+        guard let record else { return }
+        saveRecord(record, of: widget)
+        publish(widget, snapshotChanged: false)
+        log.info("\(id): has content: \(hasContent) (told by \(caller))")
+    }
+
+    // MARK: Schedule
+
+    /// Starts the updates that are due and returns how long to wait, in
+    /// seconds, before looking again.
+    func runDueUpdates() -> Double {
+        let now = self.now()
+        let widgets = state.withLock { Array($0.widgets.values) }
+        var wait = 1.0
+        for widget in widgets {
+            let due = widget.data.withLock { data -> Bool in
+                guard data.running == nil, data.record.hasContent, data.manifest.updateInterval > 0,
+                    let next = data.record.schedule.next
+                else { return false }
+                if next <= now { return true }
+                wait = min(wait, next.timeIntervalSince(now))
+                return false
+            }
+            if due {
+                Task { _ = try? await self.performUpdate(widget.id, scheduled: true) }
+            } else {
+                // The budget starts again at midnight.
+                let left = widget.data.withLock { $0.record.schedule.left(at: now) }
+                widget.object.set("ScheduledUpdatesLeftToday", .uint32(left))
+            }
+        }
+        return max(wait, 0.05)
+    }
+}
+
+/// Bounds how many providers run at once, so that UpdateAll over many
+/// widgets cannot start them all together.
+final class ProviderSlots: Sendable {
+    private let state: Mutex<(free: Int, waiting: [CheckedContinuation<Void, Never>])>
+
+    init(count: Int) { state = Mutex((count, [])) }
+
+    func withSlot<T: Sendable>(_ body: () async -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let granted = state.withLock { state -> Bool in
+                if state.free > 0 {
+                    state.free -= 1
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if granted { continuation.resume() }
+        }
+        let result = await body()
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty {
+                state.free += 1
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
+        return result
+    }
+}
+
+/// Where a manifest's CFBundleExecutable really is: a regular, executable
+/// file that stays inside its bundle once symlinks are resolved.
+enum ProviderExecutable {
+    struct Problem: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func resolve(_ path: String, inside bundle: String) -> Result<String, Problem> {
+        guard let real = realpath(path, nil) else {
+            return .failure(Problem(description: "\(path): \(String(cString: strerror(errno))); install the provider executable"))
+        }
+        let resolved = String(cString: real)
+        free(real)
+        guard let bundleReal = realpath(bundle, nil) else {
+            return .failure(Problem(description: "\(bundle): cannot resolve the bundle folder"))
+        }
+        let root = String(cString: bundleReal)
+        free(bundleReal)
+        guard resolved.hasPrefix(root + "/") else {
+            return .failure(Problem(description: "\(path) leads outside its bundle (to \(resolved)); keep the executable inside"))
+        }
+        var info = stat()
+        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, access(resolved, X_OK) == 0 else {
+            return .failure(Problem(description: "\(path) is not an executable regular file; chmod +x it"))
+        }
+        return .success(resolved)
     }
 }
 

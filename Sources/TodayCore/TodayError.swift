@@ -7,6 +7,12 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
     case noSuchBundle(String)
     case invalidManifest(String)
     case invalidArgs(String)
+    case notRegistered(String)
+    case notEntitled(String)
+    case alreadyRegistered(String)
+    /// A caller that may not make this call at all.
+    case notAllowed(String)
+    case providerFailed(String)
 
     public var dbusError: DBusError {
         switch self {
@@ -20,6 +26,16 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
             DBusError(Self.name("InvalidManifest"), reason)
         case .invalidArgs(let reason):
             DBusError(.invalidArgs, reason)
+        case .notRegistered(let what):
+            DBusError(Self.name("NotRegistered"), "\(what) needs to know which bundle is calling: call RegisterApp(bundle_id) first on this connection")
+        case .notEntitled(let reason):
+            DBusError(Self.name("NotEntitled"), reason)
+        case .alreadyRegistered(let reason):
+            DBusError(Self.name("AlreadyRegistered"), reason)
+        case .notAllowed(let reason):
+            DBusError(.accessDenied, reason)
+        case .providerFailed(let reason):
+            DBusError(Self.name("ProviderFailed"), reason)
         }
     }
 

@@ -1,0 +1,17 @@
+#ifndef TODAY_CSYSTEM_H
+#define TODAY_CSYSTEM_H
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/types.h>
+
+/// A pipe whose two ends are close-on-exec. 0 or -1 with errno.
+int today_pipe_cloexec(int fds[2]);
+
+/// posix_spawn_file_actions_addchdir_np, which glibc declares only under _GNU_SOURCE.
+int today_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
+
+/// The process id a waitid() filled in; 0 when none changed state.
+pid_t today_siginfo_pid(const siginfo_t *info);
+
+#endif

@@ -1,0 +1,82 @@
+import Foundation
+import Glibc
+
+/// Files written so that a crash at any instant leaves the old or the new
+/// content, never a mix (SPEC section 4): a temporary file in the same
+/// folder, fsynced, renamed over the old one, then the folder fsynced.
+/// Folders are 0700 and files 0600 whatever the umask.
+public enum DurableFile {
+    public struct Failure: Error, CustomStringConvertible {
+        public var path: String
+        public var operation: String
+        public var code: Int32
+        public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+    }
+
+    /// Creates `path` and its missing parents, each 0700.
+    public static func makeFolder(_ path: String) throws {
+        var current = ""
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o700) == 0 {
+                chmod(current, 0o700)
+            } else if errno != EEXIST {
+                throw Failure(path: current, operation: "create the folder", code: errno)
+            }
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw Failure(path: path, operation: "use the folder (it is not a folder)", code: ENOTDIR)
+        }
+    }
+
+    /// Replaces the file at `path` with `data`, durably.
+    public static func write(_ data: Data, to path: String) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        try makeFolder(folder)
+        let temporary = folder + "/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(path: temporary, operation: "create", code: errno) }
+        var closed = false
+        defer {
+            if !closed { close(fd) }
+        }
+        do {
+            fchmod(fd, 0o600)
+            try data.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        throw Failure(path: temporary, operation: "write", code: errno)
+                    }
+                    offset += written
+                }
+            }
+            guard fsync(fd) == 0 else { throw Failure(path: temporary, operation: "sync", code: errno) }
+            closed = true
+            guard close(fd) == 0 else { throw Failure(path: temporary, operation: "close", code: errno) }
+            guard rename(temporary, path) == 0 else { throw Failure(path: path, operation: "replace", code: errno) }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        syncFolder(folder)
+    }
+
+    /// Removes `path` and makes the removal durable; no error when absent.
+    public static func remove(_ path: String) throws {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", code: errno) }
+        syncFolder((path as NSString).deletingLastPathComponent)
+    }
+
+    static func syncFolder(_ folder: String) {
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+}

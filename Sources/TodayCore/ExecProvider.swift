@@ -1,0 +1,198 @@
+import Foundation
+import Glibc
+import PropertyList
+import Synchronization
+
+/// What a provider run came to.
+public enum ProviderOutcome: Sendable, Equatable {
+    case newData(PlistDictionary)
+    case noData
+    /// The reason is what `LastFailure` shows: `timeout`, `memory-limit`,
+    /// `exit 3`, `signal 11`, `bad-output: …`, `too-large`, `no-provider`,
+    /// `reported`.
+    case failed(String)
+
+    public var result: String {
+        switch self {
+        case .newData: "new-data"
+        case .noData: "no-data"
+        case .failed: "failed"
+        }
+    }
+
+    public var failure: String {
+        if case .failed(let reason) = self { reason } else { "" }
+    }
+}
+
+/// The limits a provider runs under (SPEC section 3 attributes).
+public struct ProviderLimits: Sendable, Equatable {
+    public var timeout: Duration = .seconds(10)
+    /// Resident size, in bytes, checked while the provider runs.
+    public var memory: UInt64 = 64 << 20
+    /// Largest standard output, in bytes.
+    public var output: Int = 4 << 20
+    /// How much standard error reaches the log.
+    public var errorLog: Int = 16 << 10
+    /// Time between SIGTERM and SIGKILL.
+    public var grace: Duration = .seconds(2)
+    public init() {}
+}
+
+/// Process ids of the providers todayd started and has not reaped yet,
+/// with the widget each one runs for (SPEC section 7).
+public final class RunningProviders: Sendable {
+    private let table = Mutex<[pid_t: String]>([:])
+    public init() {}
+    public func widget(forProcess pid: pid_t) -> String? { table.withLock { $0[pid] } }
+    func add(_ pid: pid_t, _ widget: String) { table.withLock { $0[pid] = widget } }
+    func remove(_ pid: pid_t) { table.withLock { $0[pid] = nil } }
+    public var isEmpty: Bool { table.withLock { $0.isEmpty } }
+}
+
+/// Runs an exec provider once (SPEC section 5): the executable with the
+/// argument `perform-update`, no shell, its container as working folder,
+/// the previous snapshot as an XML plist on standard input, the TODAY_*
+/// variables in its environment; standard output parsed as an XML plist
+/// or a JSON object, under a time, memory and output limit.
+public struct ExecProvider: Sendable {
+    public var widgetID: String
+    public var executable: String
+    public var container: String
+    public var groupContainers: [(String, String)]
+    public var busAddress: String?
+    public var environment: [String: String]
+    public var limits: ProviderLimits
+
+    public init(
+        widgetID: String, executable: String, container: String, groupContainers: [(String, String)],
+        busAddress: String?, environment: [String: String], limits: ProviderLimits
+    ) {
+        self.widgetID = widgetID
+        self.executable = executable
+        self.container = container
+        self.groupContainers = groupContainers
+        self.busAddress = busAddress
+        self.environment = environment
+        self.limits = limits
+    }
+
+    /// Runs the provider on a thread of its own and returns what it gave.
+    /// `log` receives standard error, line by line, bounded.
+    public func run(
+        previous: PlistDictionary, running: RunningProviders, log: @escaping @Sendable (String) -> Void
+    ) async -> ProviderOutcome {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: runBlocking(previous: previous, running: running, log: log))
+            }
+        }
+    }
+
+    /// The environment the provider sees: the session's, then ours on top.
+    var providerEnvironment: [String: String] {
+        var result = environment
+        result["TODAY_WIDGET_ID"] = widgetID
+        result["TODAY_CONTAINER"] = container
+        result["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
+        if let busAddress { result["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
+        return result
+    }
+
+    public func runBlocking(
+        previous: PlistDictionary, running: RunningProviders, log: @escaping @Sendable (String) -> Void
+    ) -> ProviderOutcome {
+        let input: Data
+        do {
+            try DurableFile.makeFolder(container)
+            input = try Plist.write(.dictionary(previous), format: .xml)
+        } catch {
+            log("cannot prepare the provider: \(error)")
+            return .failed("no-provider")
+        }
+        var child: SpawnedProcess
+        do {
+            child = try SpawnedProcess(
+                executable, arguments: ["perform-update"], directory: container, environment: providerEnvironment)
+        } catch {
+            log("cannot start \(executable): \(error)")
+            return .failed("no-provider")
+        }
+        let pid = child.pid
+        running.add(pid, widgetID)
+        let collected = child.communicate(input: input, limits: limits, log: log) {
+            running.remove(pid)
+        }
+        switch collected.ending {
+        case .killed(let reason): return .failed(reason)
+        case .exited(0): return Self.parse(collected.output)
+        case .exited(let code): return .failed("exit \(code)")
+        case .signaled(let number): return .failed("signal \(number)")
+        }
+    }
+
+    /// Reads a provider's answer: `{result, snapshot}` as an XML plist or
+    /// a JSON object.
+    public static func parse(_ output: Data) -> ProviderOutcome {
+        let value: PlistValue
+        do {
+            guard output.contains(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else {
+                return .failed("bad-output: nothing on standard output")
+            }
+            value = try Plist.read(output, limits: PlistLimits(maximumSize: 4 << 20, maximumDepth: 64), allowJSON: true)
+        } catch {
+            return .failed("bad-output: \(error)")
+        }
+        return outcome(of: value)
+    }
+
+    /// Checks the shape of an answer, however it arrived.
+    public static func outcome(of value: PlistValue) -> ProviderOutcome {
+        guard let answer = value.dictionary else {
+            return .failed("bad-output: the answer must be a dictionary with 'result' and 'snapshot'")
+        }
+        let snapshot = answer["snapshot"]
+        if let snapshot, snapshot.dictionary == nil {
+            return .failed("bad-output: 'snapshot' must be a dictionary, not \(snapshot.typeName)")
+        }
+        switch answer["result"]?.string {
+        case "new-data":
+            guard let snapshot = snapshot?.dictionary else {
+                return .failed("bad-output: 'new-data' needs a 'snapshot' dictionary")
+            }
+            if let problem = Snapshot.problem(snapshot) { return .failed("bad-output: \(problem)") }
+            return .newData(snapshot)
+        case "no-data": return .noData
+        case "failed": return .failed("reported")
+        case let other:
+            return .failed("bad-output: 'result' must be new-data, no-data or failed, not \(other.map { "'\($0)'" } ?? "missing")")
+        }
+    }
+}
+
+/// The rules a snapshot follows (SPEC section 2).
+public enum Snapshot {
+    public static let maximumSize = 4 << 20
+    public static let maximumImage = 1 << 20
+
+    /// Why a snapshot cannot be published, or nil.
+    public static func problem(_ snapshot: PlistDictionary) -> String? {
+        let typed: [(String, String, (PlistValue) -> Bool)] = [
+            ("title", "a string", { $0.string != nil }), ("subtitle", "a string", { $0.string != nil }),
+            ("body", "a string", { $0.string != nil }), ("image-path", "a string", { $0.string != nil }),
+            ("url", "a string", { $0.string != nil }), ("accessibility-label", "a string", { $0.string != nil }),
+            ("image", "data", { $0.data != nil }),
+            ("items", "an array of dictionaries", { $0.array?.allSatisfy { $0.dictionary != nil } ?? false }),
+        ]
+        for (key, kind, check) in typed {
+            if let value = snapshot[key], !check(value) { return "snapshot key '\(key)' must be \(kind), not \(value.typeName)" }
+        }
+        if let image = snapshot["image"]?.data, image.count > maximumImage {
+            return "snapshot image is \(image.count) bytes, over the limit of \(maximumImage)"
+        }
+        if let encoded = try? Plist.write(.dictionary(snapshot), format: .binary), encoded.count > maximumSize {
+            return "snapshot is \(encoded.count) bytes encoded, over the limit of \(maximumSize)"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// When a widget's next scheduled update is due (SPEC section 5): every
+/// UpdateInterval seconds with up to a tenth of it as jitter, at most
+/// `dailyBudget` scheduled updates per day, and after consecutive failures
+/// an exponential back-off (interval × 2ⁿ) capped at an hour, never
+/// shorter than the interval itself. Pure: the time comes in as an
+/// argument, so tests move it freely.
+public struct Schedule: Sendable, Equatable {
+    public static let dailyBudget: UInt32 = 96
+    public static let maximumBackOff: TimeInterval = 3600
+
+    /// The day the budget counts for, as days since the epoch in the
+    /// local time zone.
+    public var budgetDay: Int64 = 0
+    /// Scheduled updates run on `budgetDay`.
+    public var budgetUsed: UInt32 = 0
+    /// Updates that failed in a row.
+    public var consecutiveFailures: UInt32 = 0
+    /// When the next scheduled update is due; nil when none is.
+    public var next: Date?
+
+    public init() {}
+
+    /// Scheduled updates left on the day of `now`.
+    public func left(at now: Date, timeZone: TimeZone = .current) -> UInt32 {
+        Self.day(of: now, timeZone: timeZone) == budgetDay ? Self.dailyBudget - min(budgetUsed, Self.dailyBudget) : Self.dailyBudget
+    }
+
+    /// The delay before the next scheduled update after `failures`
+    /// consecutive failures, without jitter.
+    public static func delay(interval: UInt32, failures: UInt32) -> TimeInterval {
+        let base = TimeInterval(interval)
+        guard failures > 0 else { return base }
+        let backedOff = base * pow(2, Double(min(failures, 32)))
+        return max(base, min(backedOff, maximumBackOff))
+    }
+
+    /// Plans the next update after one that ended at `now` (or, with
+    /// `outcome` nil, from scratch: at start and when content or interval
+    /// change). `scheduled` counts the update against today's budget.
+    public mutating func plan(
+        at now: Date, interval: UInt32, hasContent: Bool, outcome: Bool?, scheduled: Bool,
+        jitter: Double = Double.random(in: 0...1), timeZone: TimeZone = .current
+    ) {
+        let today = Self.day(of: now, timeZone: timeZone)
+        if today != budgetDay {
+            budgetDay = today
+            budgetUsed = 0
+        }
+        if scheduled { budgetUsed = min(budgetUsed + 1, Self.dailyBudget) }
+        if let outcome { consecutiveFailures = outcome ? 0 : consecutiveFailures &+ 1 }
+        guard hasContent, interval > 0 else {
+            next = nil
+            return
+        }
+        if outcome == nil, let pending = next, pending > now {
+            // Keep a plan that survived a restart, unless it is further
+            // away than one full delay (the interval got shorter).
+            if pending.timeIntervalSince(now) <= Self.delay(interval: interval, failures: consecutiveFailures) * 1.1 {
+                return
+            }
+        }
+        let delay = Self.delay(interval: interval, failures: consecutiveFailures)
+        var due = now.addingTimeInterval(delay + delay * 0.1 * min(max(jitter, 0), 1))
+        if budgetUsed >= Self.dailyBudget {
+            due = max(due, Self.startOfDay(today + 1, timeZone: timeZone).addingTimeInterval(delay * 0.1 * jitter))
+        }
+        next = due
+    }
+
+    static func day(of date: Date, timeZone: TimeZone) -> Int64 {
+        let local = date.timeIntervalSince1970 + TimeInterval(timeZone.secondsFromGMT(for: date))
+        return Int64((local / 86_400).rounded(.down))
+    }
+
+    static func startOfDay(_ day: Int64, timeZone: TimeZone) -> Date {
+        let local = TimeInterval(day) * 86_400
+        let guess = Date(timeIntervalSince1970: local)
+        return Date(timeIntervalSince1970: local - TimeInterval(timeZone.secondsFromGMT(for: guess)))
+    }
+}

@@ -1,0 +1,206 @@
+import CSystem
+import Foundation
+import Glibc
+
+/// A child process started with posix_spawn: no shell, its own process
+/// group, an empty signal mask and default signal dispositions (todayd
+/// ignores SIGTERM and friends itself and must not pass that on), and
+/// pipes for standard input, output and error.
+struct SpawnedProcess {
+    let pid: pid_t
+    private(set) var stdin: Int32
+    private(set) var stdout: Int32
+    private(set) var stderr: Int32
+
+    struct Failure: Error, CustomStringConvertible {
+        var code: Int32
+        var description: String { String(cString: strerror(code)) }
+    }
+
+    init(_ executable: String, arguments: [String], directory: String?, environment: [String: String]) throws {
+        var fds: [[Int32]] = []
+        for _ in 0..<3 {
+            var pair: [Int32] = [-1, -1]
+            guard today_pipe_cloexec(&pair) == 0 else {
+                let code = errno
+                for opened in fds { opened.forEach { close($0) } }
+                throw Failure(code: code)
+            }
+            fds.append(pair)
+        }
+        defer {
+            // The child's ends; ours stay open.
+            close(fds[0][0])
+            close(fds[1][1])
+            close(fds[2][1])
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[0][0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1][1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[2][1], 2)
+        if let directory { today_spawn_add_chdir(&actions, directory) }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard status == 0 else {
+            close(fds[0][1])
+            close(fds[1][0])
+            close(fds[2][0])
+            throw Failure(code: status)
+        }
+        self.pid = pid
+        stdin = fds[0][1]
+        stdout = fds[1][0]
+        stderr = fds[2][0]
+    }
+
+    enum Ending: Equatable {
+        case exited(Int32)
+        case signaled(Int32)
+        /// Stopped by us for the reason given.
+        case killed(String)
+    }
+
+    /// Feeds `input`, collects standard output and error, and enforces
+    /// `limits` until the process ends; then reaps it. `beforeReap` runs
+    /// once the process has ended but while its pid is still reserved.
+    /// Leftover processes of its group are killed.
+    mutating func communicate(
+        input: Data, limits: ProviderLimits, log: (String) -> Void, beforeReap: () -> Void
+    ) -> (ending: Ending, output: Data) {
+        let start = ContinuousClock.now
+        var output = Data()
+        var errorText = Data()
+        var errorDropped = 0
+        var inputOffset = 0
+        var reason: String?
+        var killAt: ContinuousClock.Instant?
+        var exited = false
+        var lastMemoryCheck = start - .seconds(1)
+        for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        if input.isEmpty { closeInput() }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+
+        func stop(_ why: String, signal: Int32) {
+            if reason == nil { reason = why }
+            kill(-pid, signal)
+            if signal == SIGTERM, killAt == nil { killAt = .now + limits.grace }
+            if signal == SIGKILL { killAt = .now }
+        }
+
+        while !exited {
+            var polls: [pollfd] = []
+            if stdin >= 0 { polls.append(pollfd(fd: stdin, events: Int16(POLLOUT), revents: 0)) }
+            if stdout >= 0 { polls.append(pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)) }
+            if stderr >= 0 { polls.append(pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)) }
+            _ = poll(&polls, nfds_t(polls.count), 20)
+            for entry in polls where entry.revents != 0 {
+                if entry.fd == stdin {
+                    let written = input.withUnsafeBytes { raw in
+                        write(stdin, raw.baseAddress.map { $0 + inputOffset }, raw.count - inputOffset)
+                    }
+                    if written > 0 { inputOffset += written }
+                    if inputOffset >= input.count || (written < 0 && errno != EAGAIN && errno != EINTR) { closeInput() }
+                } else {
+                    let count = read(entry.fd, &buffer, buffer.count)
+                    if count > 0 {
+                        if entry.fd == stdout {
+                            output.append(contentsOf: buffer[0..<count])
+                            if output.count > limits.output { stop("too-large", signal: SIGKILL) }
+                        } else {
+                            let room = max(0, limits.errorLog - errorText.count)
+                            errorText.append(contentsOf: buffer[0..<min(count, room)])
+                            errorDropped += count - min(count, room)
+                        }
+                    } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
+                        close(entry.fd)
+                        if entry.fd == stdout { stdout = -1 } else { stderr = -1 }
+                    }
+                }
+            }
+            let now = ContinuousClock.now
+            if reason == nil, now - start >= limits.timeout { stop("timeout", signal: SIGTERM) }
+            if let killAt, now >= killAt { kill(-pid, SIGKILL) }
+            if reason == nil, now - lastMemoryCheck >= .milliseconds(20) {
+                lastMemoryCheck = now
+                if let resident = Self.residentBytes(pid), resident > limits.memory { stop("memory-limit", signal: SIGKILL) }
+            }
+            var info = siginfo_t()
+            if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, today_siginfo_pid(&info) == pid {
+                exited = true
+            }
+        }
+        // What the process wrote just before it ended.
+        for fd in [stdout, stderr] where fd >= 0 {
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                guard count > 0 else { break }
+                if fd == stdout {
+                    if output.count <= limits.output { output.append(contentsOf: buffer[0..<count]) }
+                    if output.count > limits.output, reason == nil { reason = "too-large" }
+                } else {
+                    let room = max(0, limits.errorLog - errorText.count)
+                    errorText.append(contentsOf: buffer[0..<min(count, room)])
+                    errorDropped += count - min(count, room)
+                }
+            }
+        }
+        closeInput()
+        for fd in [stdout, stderr] where fd >= 0 { close(fd) }
+        stdout = -1
+        stderr = -1
+        beforeReap()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        kill(-pid, SIGKILL)
+
+        for line in String(decoding: errorText, as: UTF8.self).split(separator: "\n") { log(String(line)) }
+        if errorDropped > 0 { log("(\(errorDropped) more bytes of standard error dropped)") }
+
+        if let reason { return (.killed(reason), output) }
+        let signalNumber = status & 0x7f
+        if signalNumber == 0 { return (.exited((status >> 8) & 0xff), output) }
+        return (.signaled(signalNumber), output)
+    }
+
+    private mutating func closeInput() {
+        if stdin >= 0 {
+            close(stdin)
+            stdin = -1
+        }
+    }
+
+    /// The resident size of a process, from /proc/<pid>/statm.
+    static func residentBytes(_ pid: pid_t) -> UInt64? {
+        let fd = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        let fields = buffer[0..<count].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let pages = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

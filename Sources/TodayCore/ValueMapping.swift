@@ -1,0 +1,85 @@
+import DBus
+import Foundation
+import PropertyList
+
+/// The mapping between property-list values and D-Bus values of SPEC
+/// section 2: string `s`, integer `x`, real `d`, boolean `b`, data `ay`,
+/// date `t` (microseconds since the epoch), array `av`, dictionary `a{sv}`.
+/// A snapshot's arrays of dictionaries travel as `aa{sv}` so that `items`
+/// has the type the SPEC gives it.
+public enum ValueMapping {
+    /// The D-Bus form of a property-list value.
+    public static func dbus(_ value: PlistValue) -> Value {
+        switch value {
+        case .string(let s): return .string(s)
+        case .integer(let i): return .int64(i)
+        case .unsignedInteger(let u): return .uint64(u)
+        case .real(let d): return .double(d)
+        case .boolean(let b): return .boolean(b)
+        case .date(let date): return .uint64(microseconds(date))
+        case .data(let data): return .bytes(Array(data))
+        case .array(let elements):
+            if !elements.isEmpty, elements.allSatisfy({ $0.dictionary != nil }) {
+                return .array(.dictionary(key: .string, value: .variant), elements.map(dbus))
+            }
+            return .array(.variant, elements.map { .variant(dbus($0)) })
+        case .dictionary(let dictionary):
+            return .vardict(dictionary.map { ($0.0, dbus($0.1)) })
+        }
+    }
+
+    /// The D-Bus form of a dictionary, as `a{sv}`.
+    public static func dbus(_ dictionary: PlistDictionary) -> Value {
+        dbus(.dictionary(dictionary))
+    }
+
+    public enum Failure: Error, CustomStringConvertible {
+        case unsupported(String)
+        public var description: String {
+            switch self { case .unsupported(let m): m }
+        }
+    }
+
+    /// The property-list form of a D-Bus value. `y n q i u` become integers,
+    /// `o` and `g` strings, other arrays and structures arrays; a unix fd or
+    /// a dictionary whose keys are not strings is refused.
+    public static func plist(_ value: Value) throws -> PlistValue {
+        switch value {
+        case .byte(let v): return .integer(Int64(v))
+        case .boolean(let b): return .boolean(b)
+        case .int16(let v): return .integer(Int64(v))
+        case .uint16(let v): return .integer(Int64(v))
+        case .int32(let v): return .integer(Int64(v))
+        case .uint32(let v): return .integer(Int64(v))
+        case .int64(let v): return .integer(v)
+        case .uint64(let v): return .unsigned(v)
+        case .double(let d): return .real(d)
+        case .string(let s): return .string(s)
+        case .objectPath(let p): return .string(p.rawValue)
+        case .signature(let g): return .string(g.rawValue)
+        case .unixFD: throw Failure.unsupported("a file descriptor (h) cannot be stored")
+        case .variant(let inner): return try plist(inner)
+        case .array(.byte, let bytes):
+            return .data(Data(bytes.map { if case .byte(let b) = $0 { b } else { 0 } }))
+        case .array(_, let elements): return .array(try elements.map(plist))
+        case .structure(let fields): return .array(try fields.map(plist))
+        case .dictionary(let keyType, _, let entries):
+            guard keyType == .string else {
+                throw Failure.unsupported("dictionary keys must be strings (s), not \(keyType.signature)")
+            }
+            var result = PlistDictionary()
+            for entry in entries {
+                guard case .string(let key) = entry.key else { continue }
+                result[key] = try plist(entry.value)
+            }
+            return .dictionary(result)
+        }
+    }
+
+    /// A date as microseconds since the epoch; dates before it are 0.
+    public static func microseconds(_ date: Date) -> UInt64 {
+        let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        guard value > 0 else { return 0 }
+        return value >= 1.8e19 ? UInt64.max : UInt64(value)
+    }
+}

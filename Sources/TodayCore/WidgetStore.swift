@@ -1,0 +1,92 @@
+import Foundation
+import PropertyList
+
+/// What todayd remembers about a widget across restarts (SPEC section 4):
+/// its has-content flag, last result and schedule under
+/// `$XDG_STATE_HOME/todayd/widgets/<id>.plist`, its last snapshot under
+/// `$XDG_CACHE_HOME/todayd/snapshots/<id>.plist`. Both XML plists, both
+/// written durably.
+public struct WidgetRecord: Sendable, Equatable {
+    public var hasContent = true
+    public var lastResult = ""
+    public var lastFailure = ""
+    /// Microseconds since the epoch; 0: never.
+    public var lastUpdated: UInt64 = 0
+    public var schedule = Schedule()
+
+    public init() {}
+
+    var plist: PlistValue {
+        var d = PlistDictionary()
+        d["HasContent"] = .boolean(hasContent)
+        d["LastResult"] = .string(lastResult)
+        d["LastFailure"] = .string(lastFailure)
+        d["LastUpdated"] = .unsigned(lastUpdated)
+        d["BudgetDay"] = .integer(schedule.budgetDay)
+        d["BudgetUsed"] = .integer(Int64(schedule.budgetUsed))
+        d["ConsecutiveFailures"] = .integer(Int64(schedule.consecutiveFailures))
+        if let next = schedule.next { d["NextScheduledUpdate"] = .date(next) }
+        return .dictionary(d)
+    }
+
+    init(plist: PlistValue) {
+        hasContent = plist["HasContent"]?.bool ?? true
+        lastResult = plist["LastResult"]?.string ?? ""
+        lastFailure = plist["LastFailure"]?.string ?? ""
+        lastUpdated = plist["LastUpdated"]?.uint64 ?? 0
+        schedule.budgetDay = plist["BudgetDay"]?.int64 ?? 0
+        schedule.budgetUsed = UInt32(clamping: plist["BudgetUsed"]?.int64 ?? 0)
+        schedule.consecutiveFailures = UInt32(clamping: plist["ConsecutiveFailures"]?.int64 ?? 0)
+        schedule.next = plist["NextScheduledUpdate"]?.date
+    }
+}
+
+public struct WidgetStore: Sendable {
+    public let stateFolder: String
+    public let snapshotFolder: String
+
+    public init(directories: Directories) {
+        stateFolder = directories.stateHome + "/todayd/widgets"
+        snapshotFolder = directories.cacheHome + "/todayd/snapshots"
+    }
+
+    func statePath(_ id: String) -> String { stateFolder + "/" + id + ".plist" }
+    func snapshotPath(_ id: String) -> String { snapshotFolder + "/" + id + ".plist" }
+
+    /// The stored record, or a fresh one; `problem` hears about a file that
+    /// does not parse (it is then left for a person to look at and replaced
+    /// on the next write).
+    public func record(_ id: String, problem: (String) -> Void) -> WidgetRecord {
+        let path = statePath(id)
+        guard FileManager.default.fileExists(atPath: path) else { return WidgetRecord() }
+        do {
+            return WidgetRecord(plist: try Plist.read(contentsOf: path))
+        } catch {
+            problem("\(path): \(error); starting from a fresh state")
+            return WidgetRecord()
+        }
+    }
+
+    public func snapshot(_ id: String, problem: (String) -> Void) -> PlistDictionary {
+        let path = snapshotPath(id)
+        guard FileManager.default.fileExists(atPath: path) else { return [:] }
+        do {
+            guard let dictionary = try Plist.read(contentsOf: path).dictionary else {
+                problem("\(path): not a dictionary; starting without a snapshot")
+                return [:]
+            }
+            return dictionary
+        } catch {
+            problem("\(path): \(error); starting without a snapshot")
+            return [:]
+        }
+    }
+
+    public func save(_ record: WidgetRecord, for id: String) throws {
+        try DurableFile.write(try Plist.write(record.plist, format: .xml), to: statePath(id))
+    }
+
+    public func save(snapshot: PlistDictionary, for id: String) throws {
+        try DurableFile.write(try Plist.write(.dictionary(snapshot), format: .xml), to: snapshotPath(id))
+    }
+}
