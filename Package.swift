@@ -29,7 +29,7 @@ let package = Package(
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
-        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "DBus", "TestSupport"]),
+        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "DBus", "PropertyList", "TestSupport"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),
     ],
     swiftLanguageModes: [.v6]

@@ -17,7 +17,12 @@ struct SpawnedProcess {
         var description: String { String(cString: strerror(code)) }
     }
 
+    /// Writing to a child that stopped reading must be an EPIPE error, not
+    /// the end of todayd; children get the default disposition back.
+    private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
+
     init(_ executable: String, arguments: [String], directory: String?, environment: [String: String]) throws {
+        Self.ignoreBrokenPipes
         var fds: [[Int32]] = []
         for _ in 0..<3 {
             var pair: [Int32] = [-1, -1]
@@ -142,9 +147,9 @@ struct SpawnedProcess {
             let now = ContinuousClock.now
             if reason == nil, now - start >= limits.timeout { stop("timeout", signal: SIGTERM) }
             if let killAt, now >= killAt { kill(-pid, SIGKILL) }
-            if reason == nil, now - lastMemoryCheck >= .milliseconds(20) {
+            if reason == nil, now - lastMemoryCheck >= .milliseconds(50) {
                 lastMemoryCheck = now
-                if let resident = Self.residentBytes(pid), resident > limits.memory { stop("memory-limit", signal: SIGKILL) }
+                if Self.residentBytes(ofTree: pid) > limits.memory { stop("memory-limit", signal: SIGKILL) }
             }
             var info = siginfo_t()
             if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, today_siginfo_pid(&info) == pid {
@@ -189,6 +194,30 @@ struct SpawnedProcess {
             close(stdin)
             stdin = -1
         }
+    }
+
+    /// The resident size of a process and every process below it.
+    static func residentBytes(ofTree root: pid_t) -> UInt64 {
+        var total: UInt64 = 0
+        var pending = [root]
+        var visited = 0
+        while let pid = pending.popLast(), visited < 4096 {
+            visited += 1
+            total += residentBytes(pid) ?? 0
+            pending += children(of: pid)
+        }
+        return total
+    }
+
+    /// The children of a process, from /proc/<pid>/task/<tid>/children.
+    static func children(of pid: pid_t) -> [pid_t] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [] }
+        var result: [pid_t] = []
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8) else { continue }
+            result += text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        return result
     }
 
     /// The resident size of a process, from /proc/<pid>/statm.

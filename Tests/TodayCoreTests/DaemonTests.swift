@@ -6,42 +6,9 @@ import Testing
 
 /// The real todayd binary on a private bus, driven by busctl and by our client.
 @Suite struct DaemonTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let todayd = root.appendingPathComponent(".build/debug/todayd").path
-    static let examples = root.appendingPathComponent("data/examples").path
-
-    /// Starts `todayd --private-bus` with an empty XDG tree plus `bundles`.
-    final class Daemon: @unchecked Sendable {
-        // @unchecked: fields are set once in init and only read after.
-        let process = Process()
-        let address: String
-        let home: URL
-        let log = Pipe()
-
-        init(bundles: String, extra: [String] = []) throws {
-            home = FileManager.default.temporaryDirectory.appendingPathComponent("todayd-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-            process.executableURL = URL(fileURLWithPath: DaemonTests.todayd)
-            process.arguments = ["--private-bus", "--verbose", "--bundles", bundles] + extra
-            process.environment = [
-                "HOME": home.path, "XDG_DATA_HOME": home.path + "/data", "XDG_DATA_DIRS": home.path + "/none",
-                "XDG_CACHE_HOME": home.path + "/cache", "XDG_STATE_HOME": home.path + "/state", "PATH": "/usr/bin:/bin",
-            ]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = log
-            try process.run()
-            address = BusDaemon.readLine(output.fileHandleForReading)
-                .replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
-        }
-
-        func stop() -> Int32 {
-            kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
-            try? FileManager.default.removeItem(at: home)
-            return process.terminationStatus
-        }
-    }
+    static let todayd = Paths.todayd
+    static let examples = Paths.examples
+    typealias Daemon = TodayDaemon
 
     func busctl(_ daemon: Daemon, _ arguments: [String]) throws -> String {
         let process = Process()
@@ -64,7 +31,7 @@ import Testing
     }
 
     @Test func servesTheExampleWidgets() async throws {
-        let daemon = try Daemon(bundles: Self.examples)
+        let daemon = try Daemon(bundles: [Self.examples])
         try await waitForName(daemon)
         let list = try busctl(daemon, ["call", "io.github.todayd.Today1", "/io/github/todayd/Today1", "io.github.todayd.Today1.Center", "ListWidgets"])
         #expect(list == "ao 2 \"/io/github/todayd/Today1/widgets/tech_2eagostini_2eapp_2eLatestPost\" \"/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget\"\n")
@@ -92,7 +59,7 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bundles-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let daemon = try Daemon(bundles: folder.path)
+        let daemon = try Daemon(bundles: [folder.path])
         try await waitForName(daemon)
         let connection = try Connection(address: daemon.address)
         defer { connection.close() }

@@ -1,0 +1,143 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+@testable import TodayCore
+
+enum Paths {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let todayd = root.appendingPathComponent(".build/debug/todayd").path
+    static let examples = root.appendingPathComponent("data/examples").path
+}
+
+/// The real todayd binary on a private bus, with an XDG tree of its own
+/// under `home` (kept across restarts when the same home is passed again).
+final class TodayDaemon: @unchecked Sendable {
+    // @unchecked: fields are set once in init and only read after.
+    let process = Process()
+    let address: String
+    let home: URL
+    let log = Pipe()
+
+    init(bundles: [String], home: URL? = nil, extra: [String] = []) throws {
+        self.home = try home ?? temporaryDirectory("todayd")
+        process.executableURL = URL(fileURLWithPath: Paths.todayd)
+        process.arguments = ["--private-bus", "--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
+        process.environment = Self.environment(home: self.home)
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = log
+        try process.run()
+        address = BusDaemon.readLine(output.fileHandleForReading)
+            .replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
+    }
+
+    static func environment(home: URL) -> [String: String] {
+        [
+            "HOME": home.path, "XDG_DATA_HOME": home.path + "/data", "XDG_DATA_DIRS": home.path + "/none",
+            "XDG_CACHE_HOME": home.path + "/cache", "XDG_STATE_HOME": home.path + "/state", "PATH": "/usr/bin:/bin",
+        ]
+    }
+
+    /// Waits until the daemon owns its name.
+    func ready() async throws -> Connection {
+        let connection = try Connection(address: address)
+        for _ in 0..<200 {
+            let reply = try await connection.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)])
+            if reply.body.first?.bool == true { return connection }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw DBusError.failed("todayd did not take its name")
+    }
+
+    /// Stops the daemon with SIGTERM and returns its exit status.
+    @discardableResult
+    func stop(keepHome: Bool = false) -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        if !keepHome { try? FileManager.default.removeItem(at: home) }
+        return process.terminationStatus
+    }
+
+    /// What the daemon logged so far (only after stop).
+    var logText: String { String(decoding: log.fileHandleForReading.availableData, as: UTF8.self) }
+}
+
+/// A bundle folder written by a test: container apps with widget
+/// extensions whose providers are small shell scripts.
+struct BundleFolder {
+    let url: URL
+    var path: String { url.path }
+
+    init() throws { url = try temporaryDirectory("bundles") }
+
+    struct Widget {
+        var name: String
+        var script: String?
+        var attributes: PlistDictionary = [:]
+        var groups: [String] = []
+        var busName: String?
+    }
+
+    /// Writes `<app>.app` with id `appID` and the given widgets, each
+    /// `<appID>.<name>`.
+    func addApp(_ appID: String, name: String? = nil, version: String = "1", widgets: [Widget]) throws {
+        let app = url.appendingPathComponent("\(name ?? appID).app")
+        try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
+        try write(
+            [
+                "CFBundleIdentifier": .string(appID), "CFBundleVersion": .string(version),
+                "CFBundleShortVersionString": .string(version + ".0"),
+            ], to: app.appendingPathComponent("Info.plist"))
+        for widget in widgets {
+            let appex = app.appendingPathComponent("PlugIns/\(widget.name).appex")
+            try FileManager.default.createDirectory(at: appex, withIntermediateDirectories: true)
+            var attributes = widget.attributes
+            if let busName = widget.busName { attributes["TodayProviderBusName"] = .string(busName) }
+            var info: PlistDictionary = [
+                "CFBundleIdentifier": .string("\(appID).\(widget.name)"), "CFBundleDisplayName": .string(widget.name),
+                "CFBundleVersion": .string(version), "CFBundleShortVersionString": .string(version + ".0"),
+                "NSExtension": .dictionary([
+                    "NSExtensionPointIdentifier": .string("com.apple.widget-extension"),
+                    "NSExtensionPrincipalClass": .string("TodayViewController"),
+                    "NSExtensionAttributes": .dictionary(attributes),
+                ]),
+            ]
+            if let script = widget.script {
+                info["CFBundleExecutable"] = .string("provider")
+                let file = appex.appendingPathComponent("provider")
+                try Data(("#!/bin/sh\n" + script + "\n").utf8).write(to: file)
+                chmod(file.path, 0o755)
+            }
+            try write(info, to: appex.appendingPathComponent("Info.plist"))
+            if !widget.groups.isEmpty {
+                try write(
+                    ["com.apple.security.application-groups": .array(widget.groups.map(PlistValue.string))],
+                    to: appex.appendingPathComponent("Entitlements.plist"))
+            }
+        }
+    }
+
+    func write(_ dictionary: PlistDictionary, to file: URL) throws {
+        try Plist.write(.dictionary(dictionary), format: .xml).write(to: file)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+extension Connection {
+    func center(_ member: String, _ arguments: [Value] = [], timeout: Duration = .seconds(25)) async throws -> Message {
+        try await call(Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName(rawValue: member) ?? MemberName("Invalid"), arguments, timeout: timeout)
+    }
+
+    func widget(_ id: String, _ member: String, _ arguments: [Value] = []) async throws -> Message {
+        try await call(Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName(rawValue: member) ?? MemberName("Invalid"), arguments)
+    }
+
+    func property(_ id: String, _ name: String) async throws -> Value {
+        let reply = try await call(
+            Today.busName, path: Today.widgetPath(id), interface: .properties, member: MemberName("Get"),
+            [.string(Today.widget.name.rawValue), .string(name)])
+        return reply.body.first?.unwrapped ?? .string("")
+    }
+}
