@@ -53,7 +53,7 @@ public final class TodayService: Sendable {
 
     public init(
         connection: Connection, directories: Directories, log: Logger, environment: [String: String] = [:],
-        busAddress: String? = nil, procRoot: String = "/proc", now: @escaping @Sendable () -> Date = { Date() }
+        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.connection = connection
         self.directories = directories
@@ -62,7 +62,7 @@ public final class TodayService: Sendable {
         self.busAddress = busAddress
         self.now = now
         store = WidgetStore(directories: directories)
-        identities = Identities(procRoot: procRoot, providers: providers)
+        identities = Identities(userID: userID, procRoot: procRoot, providers: providers)
         let holder = Mutex<TodayService?>(nil)
         @Sendable func service() throws -> TodayService {
             guard let service = holder.withLock({ $0 }) else { throw DBusError.failed("todayd is shutting down") }

@@ -126,10 +126,12 @@ struct BundleFolder {
 }
 
 extension Connection {
+    @discardableResult
     func center(_ member: String, _ arguments: [Value] = [], timeout: Duration = .seconds(25)) async throws -> Message {
         try await call(Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName(rawValue: member) ?? MemberName("Invalid"), arguments, timeout: timeout)
     }
 
+    @discardableResult
     func widget(_ id: String, _ member: String, _ arguments: [Value] = []) async throws -> Message {
         try await call(Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName(rawValue: member) ?? MemberName("Invalid"), arguments)
     }

@@ -1,0 +1,111 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// The schedule's budget and back-off, with the time passed in; and the
+/// service's scheduler under an injected clock.
+@Suite struct ScheduleTests {
+    static let utc = TimeZone(identifier: "UTC") ?? .current
+    /// 2026-11-29 00:00:00 UTC.
+    static let midnight = Date(timeIntervalSince1970: 1_796_083_200)
+
+    @Test func intervalWithJitter() {
+        var schedule = Schedule()
+        schedule.plan(at: Self.midnight, interval: 900, hasContent: true, outcome: nil, scheduled: false, jitter: 0, timeZone: Self.utc)
+        #expect(schedule.next == Self.midnight.addingTimeInterval(900))
+        schedule = Schedule()
+        schedule.plan(at: Self.midnight, interval: 900, hasContent: true, outcome: nil, scheduled: false, jitter: 1, timeZone: Self.utc)
+        #expect(schedule.next == Self.midnight.addingTimeInterval(990))
+    }
+
+    @Test func noScheduleWithoutContentOrInterval() {
+        var schedule = Schedule()
+        schedule.plan(at: Self.midnight, interval: 0, hasContent: true, outcome: nil, scheduled: false, timeZone: Self.utc)
+        #expect(schedule.next == nil)
+        schedule.plan(at: Self.midnight, interval: 900, hasContent: false, outcome: nil, scheduled: false, timeZone: Self.utc)
+        #expect(schedule.next == nil)
+    }
+
+    @Test func failuresBackOffExponentiallyUpToAnHour() {
+        var schedule = Schedule()
+        var delays: [TimeInterval] = []
+        var now = Self.midnight
+        for _ in 0..<8 {
+            schedule.plan(at: now, interval: 60, hasContent: true, outcome: false, scheduled: true, jitter: 0, timeZone: Self.utc)
+            let next = schedule.next ?? now
+            delays.append(next.timeIntervalSince(now))
+            now = next
+        }
+        #expect(delays == [120, 240, 480, 960, 1920, 3600, 3600, 3600])
+        schedule.plan(at: now, interval: 60, hasContent: true, outcome: true, scheduled: true, jitter: 0, timeZone: Self.utc)
+        #expect(schedule.next == now.addingTimeInterval(60))
+        #expect(schedule.consecutiveFailures == 0)
+        // An interval longer than an hour is never shortened by back-off.
+        #expect(Schedule.delay(interval: 7200, failures: 3) == 7200)
+    }
+
+    @Test func ninetySixScheduledUpdatesADay() {
+        var schedule = Schedule()
+        var now = Self.midnight
+        var runs = 0
+        while let next = schedule.next ?? Optional(now), next < Self.midnight.addingTimeInterval(86_400) {
+            now = next
+            if schedule.next != nil { runs += 1 }
+            schedule.plan(at: now, interval: 60, hasContent: true, outcome: true, scheduled: schedule.next != nil, jitter: 0, timeZone: Self.utc)
+        }
+        #expect(runs == 96)
+        #expect(schedule.left(at: now, timeZone: Self.utc) == 0)
+        // The next one waits for the next day, which has a full budget.
+        #expect(schedule.next == Self.midnight.addingTimeInterval(86_400))
+        #expect(schedule.left(at: Self.midnight.addingTimeInterval(86_400), timeZone: Self.utc) == 96)
+        // Requested updates do not count.
+        var requested = Schedule()
+        requested.plan(at: Self.midnight, interval: 60, hasContent: true, outcome: true, scheduled: false, timeZone: Self.utc)
+        #expect(requested.left(at: Self.midnight, timeZone: Self.utc) == 96)
+    }
+
+    @Test func theSchedulerRunsDueUpdatesByTheInjectedClock() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp(
+            "org.example.Clock",
+            widgets: [
+                .init(name: "W", script: "echo run >> \"$TODAY_CONTAINER/runs\"\n" + WidgetUpdateTests.newData, attributes: ["TodayUpdateInterval": .integer(600)])
+            ])
+        let home = try temporaryDirectory("clock")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let clock = Locked(Date())
+        try await withPrivateBus { bus, serviceConnection in
+            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
+            let service = TodayService(
+                connection: serviceConnection, directories: directories, log: Logger(verbose: false), now: { clock.value })
+            service.reload()
+            try await service.start()
+            defer { service.stop() }
+            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
+            let client = try Connection(address: bus.address)
+            defer { client.close() }
+            let id = "org.example.Clock.W"
+            let planned = try await client.property(id, "NextScheduledUpdate").uint64 ?? 0
+            let start = ValueMapping.microseconds(clock.value)
+            #expect(planned >= start + 600_000_000 && planned <= start + 660_000_000)
+            #expect(try await client.property(id, "ScheduledUpdatesLeftToday") == .uint32(96))
+
+            clock.value = clock.value.addingTimeInterval(661)
+            var result = Value.string("")
+            for _ in 0..<60 where result != .string("new-data") {
+                try await Task.sleep(for: .milliseconds(100))
+                result = try await client.property(id, "LastResult")
+            }
+            #expect(result == .string("new-data"))
+            let left = try await client.property(id, "ScheduledUpdatesLeftToday")
+            let now = clock.value
+            #expect(left == .uint32(Schedule.day(of: now, timeZone: .current) == Schedule.day(of: now.addingTimeInterval(-661), timeZone: .current) ? 95 : 96))
+            let next = try await client.property(id, "NextScheduledUpdate").uint64 ?? 0
+            #expect(next >= ValueMapping.microseconds(now) + 600_000_000)
+        }
+    }
+}
