@@ -92,3 +92,123 @@ import Testing
         #expect(catalog.problems.first?.file.hasSuffix("Bad.app/Info.plist") == true)
     }
 }
+
+/// What survives a restart, what busctl shows, and providers on the bus.
+@Suite struct DaemonLifecycleTests {
+    @Test func aRestartKeepsSnapshotsAndFlags() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Keep", widgets: [.init(name: "W", script: WidgetUpdateTests.newData)])
+        let id = "org.example.Keep.W"
+        let first = try TodayDaemon(bundles: [bundles.path])
+        do {
+            let connection = try await first.ready()
+            defer { connection.close() }
+            try await connection.widget(id, "PerformUpdate")
+            try await connection.center("RegisterApp", [.string("org.example.Keep")])
+            try await connection.center("SetHasContent", [.boolean(false), .string(id)])
+        }
+        #expect(first.stop(keepHome: true) == 0)
+        // Make the provider fail: what the panel sees must come from the cache.
+        try Data("#!/bin/sh\nexit 1\n".utf8).write(to: bundles.url.appendingPathComponent("org.example.Keep.app/PlugIns/W.appex/provider"))
+
+        let second = try TodayDaemon(bundles: [bundles.path], home: first.home)
+        defer { second.stop() }
+        let connection = try await second.ready()
+        defer { connection.close() }
+        #expect(try await connection.property(id, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("Fresh"))
+        #expect(try await connection.property(id, "HasContent") == .boolean(false))
+        #expect(try await connection.property(id, "LastResult") == .string("new-data"))
+        #expect(try await connection.property(id, "LastUpdated").uint64 ?? 0 > 0)
+        // The files are plain XML property lists.
+        let snapshotFile = first.home.path + "/cache/todayd/snapshots/\(id).plist"
+        #expect(try await run(["plutil", "-lint", snapshotFile]).status == 0)
+        var info = stat()
+        #expect(stat(first.home.path + "/state/todayd/widgets/\(id).plist", &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    @Test func busctlShowsTheObjects() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let connection = try await daemon.ready()
+        connection.close()
+        let tree = try await run(["busctl", "--address=\(daemon.address)", "tree", "--list", Today.busName.rawValue])
+        #expect(tree.output.split(separator: "\n").sorted() == [
+            "/", "/io", "/io/github", "/io/github/todayd", "/io/github/todayd/Today1", "/io/github/todayd/Today1/widgets",
+            "/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget",
+            "/io/github/todayd/Today1/widgets/tech_2eagostini_2eapp_2eLatestPost",
+        ])
+        let widget = try await run([
+            "busctl", "--address=\(daemon.address)", "introspect", Today.busName.rawValue,
+            Today.widgetPath("tech.agostini.app.LatestPost").rawValue, Today.widget.name.rawValue,
+        ])
+        let lines = widget.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        #expect(lines.contains(where: { $0.starts(with: [".PerformUpdate", "method", "-", "s"]) }), "\(widget.output)")
+        #expect(lines.contains(where: { $0.starts(with: [".Updated", "signal", "s", "-"]) }))
+        #expect(lines.contains(where: { $0.starts(with: [".UpdateInterval", "property", "u", "900", "emits-change"]) }))
+        #expect(lines.contains(where: { $0.starts(with: [".BundleIdentifier", "property", "s", "\"tech.agostini.app.LatestPost\"", "const"]) }))
+        for name in ["Snapshot", "LastResult", "LastFailure", "LastUpdated", "NextScheduledUpdate", "ScheduledUpdatesLeftToday", "HasContent", "MarginInsets", "PreferredHeight", "DisplayName", "IconPath", "Groups", "ContainerBundleIdentifier"] {
+            #expect(lines.contains(where: { $0.first == "." + name }), "\(name)")
+        }
+        let center = try await run([
+            "busctl", "--address=\(daemon.address)", "introspect", Today.busName.rawValue, Today.managerPath.rawValue,
+        ])
+        for member in ["ListWidgets", "SetHasContent", "PerformUpdate", "UpdateAll", "RegisterApp", "Reload", "Version", "BundleDirectories", "GetManagedObjects"] {
+            #expect(center.output.contains("." + member + " "), "\(member)")
+        }
+    }
+
+    @Test func aProviderOnTheBus() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp(
+            "org.example.Bus",
+            widgets: [
+                .init(name: "Live", busName: "org.example.Bus.Provider"),
+                .init(name: "Slow", attributes: ["TodayUpdateTimeout": .integer(1)], busName: "org.example.Bus.Slow"),
+                .init(name: "Absent", busName: "org.example.Bus.Absent"),
+            ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let connection = try await daemon.ready()
+        defer { connection.close() }
+
+        // Two providers served from this process.
+        let provider = try Connection(address: daemon.address)
+        defer { provider.close() }
+        let previous = Locked<[Value]>([])
+        provider.objects.export(
+            Today.providerPath,
+            [
+                ExportedInterface(
+                    Today.provider,
+                    methods: [
+                        "PerformUpdate": { call in
+                            previous.withLock { $0.append(call.arguments[0]) }
+                            if call.message.destination == "org.example.Bus.Slow" {
+                                try await Task.sleep(for: .seconds(3))
+                            }
+                            return [.string("new-data"), .vardict([("title", .string("from the bus")), ("count", .int32(3))])]
+                        }
+                    ])
+            ])
+        _ = try await provider.requestName(BusName("org.example.Bus.Provider"), flags: [.doNotQueue])
+        _ = try await provider.requestName(BusName("org.example.Bus.Slow"), flags: [.doNotQueue])
+
+        #expect(try await connection.widget("org.example.Bus.Live", "PerformUpdate").body == [.string("new-data")])
+        let snapshot = try await connection.property("org.example.Bus.Live", "Snapshot").stringDictionary
+        #expect(snapshot?["title"]?.unwrapped == .string("from the bus"))
+        #expect(snapshot?["count"]?.unwrapped == .int64(3))
+        // The second run receives the first one's snapshot.
+        try await connection.widget("org.example.Bus.Live", "PerformUpdate")
+        #expect(previous.value.last?.stringDictionary?["title"]?.unwrapped == .string("from the bus"))
+
+        let start = ContinuousClock.now
+        #expect(try await connection.widget("org.example.Bus.Slow", "PerformUpdate").body == [.string("failed")])
+        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(try await connection.property("org.example.Bus.Slow", "LastFailure") == .string("timeout"))
+
+        #expect(try await connection.widget("org.example.Bus.Absent", "PerformUpdate").body == [.string("failed")])
+        #expect(try await connection.property("org.example.Bus.Absent", "LastFailure") == .string("no-provider"))
+    }
+}
