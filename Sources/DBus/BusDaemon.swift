@@ -11,11 +11,26 @@ public final class BusDaemon: Sendable {
     private let process: Process
     private let stopped = Mutex(false)
 
-    /// Starts the daemon and waits for its address.
-    public init(executable: String = "/usr/bin/dbus-daemon") throws {
+    private let configFolder: String?
+
+    /// Starts the daemon and waits for its address. With `serviceFolders`,
+    /// the bus activates the services whose `.service` files are there
+    /// (and only those).
+    public init(executable: String = "/usr/bin/dbus-daemon", serviceFolders: [String]? = nil) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address"]
+        var configFolder: String?
+        if let serviceFolders {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bus-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let file = folder.appendingPathComponent("session.conf")
+            try Data(Self.configuration(serviceFolders: serviceFolders).utf8).write(to: file)
+            process.arguments = ["--config-file=\(file.path)", "--nofork", "--nopidfile", "--print-address"]
+            configFolder = folder.path
+        } else {
+            process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address"]
+        }
+        self.configFolder = configFolder
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -27,6 +42,29 @@ public final class BusDaemon: Sendable {
         }
         self.process = process
         self.address = line
+    }
+
+    /// A session bus configuration that activates services only from `serviceFolders`.
+    static func configuration(serviceFolders: [String]) -> String {
+        func escaped(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        }
+        return """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <keep_umask/>
+              <listen>unix:tmpdir=/tmp</listen>
+              <auth>EXTERNAL</auth>
+            \(serviceFolders.map { "  <servicedir>\(escaped($0))</servicedir>" }.joined(separator: "\n"))
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
     }
 
     /// Reads one line, byte by byte so nothing after it is consumed.
@@ -45,6 +83,7 @@ public final class BusDaemon: Sendable {
     public func stop() {
         // Once reaped, the pid may belong to someone else: stop only once.
         guard !stopped.withLock({ was in defer { was = true }; return was }) else { return }
+        if let configFolder { try? FileManager.default.removeItem(atPath: configFolder) }
         let pid = process.processIdentifier
         guard kill(pid, SIGKILL) == 0 else { return }
         var status: Int32 = 0

@@ -19,17 +19,20 @@ final class TodayDaemon: @unchecked Sendable {
     let home: URL
     let log = Pipe()
 
-    init(bundles: [String], home: URL? = nil, extra: [String] = []) throws {
+    /// Starts todayd on a bus of its own, or on the bus at `address`.
+    init(bundles: [String], home: URL? = nil, extra: [String] = [], address: String? = nil) throws {
         self.home = try home ?? temporaryDirectory("todayd")
         process.executableURL = URL(fileURLWithPath: Paths.todayd)
-        process.arguments = ["--private-bus", "--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
+        let bus = address.map { ["--address", $0] } ?? ["--private-bus"]
+        process.arguments = bus + ["--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
         process.environment = Self.environment(home: self.home)
         let output = Pipe()
         process.standardOutput = output
         process.standardError = log
         try process.run()
-        address = BusDaemon.readLine(output.fileHandleForReading)
-            .replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
+        self.address =
+            address
+            ?? BusDaemon.readLine(output.fileHandleForReading).replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
     }
 
     static func environment(home: URL) -> [String: String] {
