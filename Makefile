@@ -38,6 +38,7 @@ bench: deps release
 	$(MAKE) -C $(BENCH_REF) OUT=$(abspath $(BENCH_OUT))
 	scripts/bench-dbus $(BENCH_OUT) .build/release
 	scripts/bench-plist $(BENCH_OUT) .build/release
+	scripts/bench-widgets $(BENCH_OUT) .build/release
 
 # The daemon on a bus of its own, serving the example bundles.
 run: deps

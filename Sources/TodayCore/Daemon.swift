@@ -138,7 +138,7 @@ public enum Daemon {
             }
         }
         for source in sources { source.cancel() }
-        service.stop()
+        await service.stop()
         connection.close()
         return status
     }

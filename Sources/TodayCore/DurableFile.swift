@@ -15,6 +15,8 @@ public enum DurableFile {
 
     /// Creates `path` and its missing parents, each 0700.
     public static func makeFolder(_ path: String) throws {
+        var existing = stat()
+        if lstat(path, &existing) == 0, (existing.st_mode & S_IFMT) == S_IFDIR { return }
         var current = ""
         for component in path.split(separator: "/") {
             current += "/" + component

@@ -48,6 +48,11 @@ public final class RunningProviders: Sendable {
     func add(_ pid: pid_t, _ widget: String) { table.withLock { $0[pid] = widget } }
     func remove(_ pid: pid_t) { table.withLock { $0[pid] = nil } }
     public var isEmpty: Bool { table.withLock { $0.isEmpty } }
+
+    /// Kills every running provider and what it started.
+    public func killAll() {
+        for pid in table.withLock({ Array($0.keys) }) { kill(-pid, SIGKILL) }
+    }
 }
 
 /// Runs an exec provider once (SPEC section 5): the executable with the
@@ -83,11 +88,15 @@ public struct ExecProvider: Sendable {
         previous: PlistDictionary, running: RunningProviders, log: @escaping @Sendable (String) -> Void
     ) async -> ProviderOutcome {
         await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
+            Self.runners.run {
                 continuation.resume(returning: runBlocking(previous: previous, running: running, log: log))
             }
         }
     }
+
+    /// The threads that wait for providers: each run blocks one, and the
+    /// queue's threads are reused from run to run.
+    static let runners = BlockingThreads()
 
     /// The environment the provider sees: the session's, then ours on top.
     var providerEnvironment: [String: String] {

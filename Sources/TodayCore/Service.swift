@@ -14,7 +14,7 @@ public final class TodayService: Sendable {
     let log: Logger
     let store: WidgetStore
     let providers = RunningProviders()
-    let slots = ProviderSlots(count: 32)
+    let slots = ProviderSlots(count: 64)
     /// The session's environment, which providers inherit.
     let environment: [String: String]
     let busAddress: String?
@@ -28,6 +28,10 @@ public final class TodayService: Sendable {
         var order: [String] = []
         var bundleIDs: Set<String> = []
         var scheduler: Task<Void, Never>?
+        var stopping = false
+        /// Widgets whose record changed since it was last written.
+        var unsaved: Set<String> = []
+        var flush: Task<Void, Never>?
     }
 
     /// One widget: its object, manifest, remembered state and snapshot,
@@ -139,10 +143,30 @@ public final class TodayService: Sendable {
         state.withLock { $0.scheduler = task }
     }
 
-    /// Stops the scheduler.
-    public func stop() {
-        state.withLock { $0.scheduler }?.cancel()
+    /// Stops the scheduler and the providers, and waits (a few seconds at
+    /// most) until what is being written is on disk. Updates cut short are
+    /// not recorded as failures.
+    public func stop() async {
+        let (scheduler, widgets) = state.withLock { state in
+            state.stopping = true
+            return (state.scheduler, Array(state.widgets.values))
+        }
+        scheduler?.cancel()
+        providers.killAll()
+        let running = widgets.compactMap { widget in widget.data.withLock { $0.running } }
+        let finished = Task {
+            for task in running { _ = await task.value }
+        }
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(3))
+            finished.cancel()
+        }
+        _ = await finished.value
+        deadline.cancel()
+        flushRecords()
     }
+
+    var isStopping: Bool { state.withLock { $0.stopping } }
 
     /// Widget ids sorted by display name, then id.
     public var widgetIDs: [String] { state.withLock { $0.order } }
@@ -232,15 +256,31 @@ public final class TodayService: Sendable {
     }
 
     /// Announces a widget's current state (PropertiesChanged for what changed).
-    func publish(_ widget: Widget, snapshotChanged: Bool = true) {
+    func publish(_ widget: Widget) {
         let now = self.now()
-        var values = widget.data.withLock { Self.properties(of: $0, at: now) }
-        if !snapshotChanged { values["Snapshot"] = nil }
+        let values = widget.data.withLock { Self.properties(of: $0, at: now) }
         widget.object.set(
             Today.widget.properties.compactMap { property in
                 guard property.changeSignal != .const, let value = values[property.name] else { return nil }
                 return (property.name, value)
             })
+    }
+
+    /// Announces what an update changes, without recomputing the rest.
+    func publishUpdate(_ widget: Widget, snapshotChanged: Bool) {
+        let now = self.now()
+        let changes = widget.data.withLock { data -> [(String, Value)] in
+            let record = data.record
+            var changes: [(String, Value)] = [
+                ("LastResult", .string(record.lastResult)), ("LastFailure", .string(record.lastFailure)),
+                ("LastUpdated", .uint64(record.lastUpdated)),
+                ("NextScheduledUpdate", .uint64(record.schedule.next.map(ValueMapping.microseconds) ?? 0)),
+                ("ScheduledUpdatesLeftToday", .uint32(record.schedule.left(at: now))),
+            ]
+            if snapshotChanged { changes.append(("Snapshot", ValueMapping.dbus(data.snapshot))) }
+            return changes
+        }
+        widget.object.set(changes)
     }
 
     // MARK: Updates
@@ -276,16 +316,24 @@ public final class TodayService: Sendable {
     private func update(_ widget: Widget, scheduled: Bool) async -> String {
         let (manifest, previous) = widget.data.withLock { ($0.manifest, $0.snapshot) }
         let outcome = await provide(manifest, previous: previous)
+        if isStopping {
+            widget.data.withLock { $0.running = nil }
+            return "failed"
+        }
         let now = self.now()
         if case .failed(let reason) = outcome { log.warning("\(widget.id): update failed: \(reason)") }
-        if case .newData(let snapshot) = outcome {
+        // New content is on disk before anyone hears of it; the same
+        // content again needs no write.
+        var snapshotChanged = false
+        if case .newData(let snapshot) = outcome, snapshot != previous {
+            snapshotChanged = true
             do {
                 try store.save(snapshot: snapshot, for: widget.id)
             } catch {
                 log.warning("\(widget.id): cannot keep the snapshot: \(error)")
             }
         }
-        let record = widget.data.withLock { data -> WidgetRecord in
+        widget.data.withLock { data in
             if case .newData(let snapshot) = outcome { data.snapshot = snapshot }
             data.record.lastResult = outcome.result
             data.record.lastFailure = outcome.failure
@@ -293,10 +341,9 @@ public final class TodayService: Sendable {
             data.record.schedule.plan(
                 at: now, interval: data.manifest.updateInterval, hasContent: data.record.hasContent,
                 outcome: outcome.result != "failed", scheduled: scheduled)
-            return data.record
         }
-        saveRecord(record, of: widget)
-        publish(widget, snapshotChanged: outcome.result == "new-data")
+        saveLater(widget)
+        publishUpdate(widget, snapshotChanged: snapshotChanged)
         try? widget.object.emit("Updated", [.string(outcome.result)])
         widget.data.withLock { $0.running = nil }
         return outcome.result
@@ -308,6 +355,32 @@ public final class TodayService: Sendable {
         } catch {
             log.warning("\(widget.id): cannot keep its state: \(error)")
         }
+    }
+
+    /// Last results and schedules are written within a second, together,
+    /// and at shutdown; what a caller set (has-content) and new snapshots
+    /// are written before the reply.
+    func saveLater(_ widget: Widget) {
+        state.withLock { state in
+            state.unsaved.insert(widget.id)
+            guard state.flush == nil else { return }
+            state.flush = Task { [weak self] in
+                try? await Task.sleep(for: .seconds(1))
+                self?.flushRecords()
+            }
+        }
+    }
+
+    /// Writes every record changed since the last flush.
+    func flushRecords() {
+        let widgets = state.withLock { state -> [Widget] in
+            defer {
+                state.unsaved = []
+                state.flush = nil
+            }
+            return state.unsaved.compactMap { state.widgets[$0] }
+        }
+        for widget in widgets { saveRecord(widget.data.withLock { $0.record }, of: widget) }
     }
 
     /// One provider run for `manifest`, whatever kind of provider it has.
@@ -358,7 +431,7 @@ public final class TodayService: Sendable {
         }
         guard let record else { return }
         saveRecord(record, of: widget)
-        publish(widget, snapshotChanged: false)
+        publish(widget)
         log.info("\(id): has content: \(hasContent) (told by \(caller))")
     }
 

@@ -87,6 +87,9 @@ struct SpawnedProcess {
         case killed(String)
     }
 
+    /// How often, in milliseconds, the resident size is looked at.
+    static let memoryCheckInterval: Int32 = 100
+
     /// Feeds `input`, collects standard output and error, and enforces
     /// `limits` until the process ends; then reaps it. `beforeReap` runs
     /// once the process has ended but while its pid is still reserved.
@@ -102,7 +105,10 @@ struct SpawnedProcess {
         var reason: String?
         var killAt: ContinuousClock.Instant?
         var exited = false
-        var lastMemoryCheck = start - .seconds(1)
+        var lastMemoryCheck = start
+        // Readable when the process ends; without it, look every 20 ms.
+        let exitFD = today_pidfd_open(pid)
+        defer { if exitFD >= 0 { close(exitFD) } }
         for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         if input.isEmpty { closeInput() }
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -119,8 +125,9 @@ struct SpawnedProcess {
             if stdin >= 0 { polls.append(pollfd(fd: stdin, events: Int16(POLLOUT), revents: 0)) }
             if stdout >= 0 { polls.append(pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)) }
             if stderr >= 0 { polls.append(pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)) }
-            _ = poll(&polls, nfds_t(polls.count), 20)
-            for entry in polls where entry.revents != 0 {
+            if exitFD >= 0 { polls.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)) }
+            _ = poll(&polls, nfds_t(polls.count), exitFD >= 0 ? Self.memoryCheckInterval : 20)
+            for entry in polls where entry.revents != 0 && entry.fd != exitFD {
                 if entry.fd == stdin {
                     let written = input.withUnsafeBytes { raw in
                         write(stdin, raw.baseAddress.map { $0 + inputOffset }, raw.count - inputOffset)
@@ -147,7 +154,7 @@ struct SpawnedProcess {
             let now = ContinuousClock.now
             if reason == nil, now - start >= limits.timeout { stop("timeout", signal: SIGTERM) }
             if let killAt, now >= killAt { kill(-pid, SIGKILL) }
-            if reason == nil, now - lastMemoryCheck >= .milliseconds(50) {
+            if reason == nil, now - lastMemoryCheck >= .milliseconds(Self.memoryCheckInterval) {
                 lastMemoryCheck = now
                 if Self.residentBytes(ofTree: pid) > limits.memory { stop("memory-limit", signal: SIGKILL) }
             }
@@ -211,11 +218,20 @@ struct SpawnedProcess {
 
     /// The children of a process, from /proc/<pid>/task/<tid>/children.
     static func children(of pid: pid_t) -> [pid_t] {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [] }
+        guard let folder = opendir("/proc/\(pid)/task") else { return [] }
+        defer { closedir(folder) }
         var result: [pid_t] = []
-        for task in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8) else { continue }
-            result += text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while let entry = readdir(folder) {
+            let task = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard task.first?.isNumber == true else { continue }
+            let fd = open("/proc/\(pid)/task/\(task)/children", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            close(fd)
+            guard count > 0 else { continue }
+            result += buffer[0..<count].split(whereSeparator: { $0 == 0x20 || $0 == 0x0A })
+                .compactMap { pid_t(String(decoding: $0, as: UTF8.self)) }
         }
         return result
     }

@@ -134,7 +134,7 @@ import Testing
             let service = TodayService(connection: serviceConnection, directories: directories, log: Logger(verbose: false), procRoot: proc.path)
             service.reload()
             try await service.start()
-            defer { service.stop() }
+            defer { Task { await service.stop() } }
             _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
             let client = try Connection(address: bus.address)
             defer { client.close() }

@@ -84,7 +84,7 @@ import Testing
                 connection: serviceConnection, directories: directories, log: Logger(verbose: false), now: { clock.value })
             service.reload()
             try await service.start()
-            defer { service.stop() }
+            defer { Task { await service.stop() } }
             _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
             let client = try Connection(address: bus.address)
             defer { client.close() }

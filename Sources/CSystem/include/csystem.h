@@ -14,4 +14,8 @@ int today_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path)
 /// The process id a waitid() filled in; 0 when none changed state.
 pid_t today_siginfo_pid(const siginfo_t *info);
 
+/// A file descriptor that becomes readable when the process ends
+/// (pidfd_open, Linux 5.3); -1 with errno where the kernel lacks it.
+int today_pidfd_open(pid_t pid);
+
 #endif

@@ -1,0 +1,32 @@
+import Foundation
+import Synchronization
+
+/// Threads for work that blocks (a provider run waits in poll() for
+/// seconds): every job gets a thread at once, and a thread that finished
+/// its job waits for the next instead of ending, so a run does not pay for
+/// creating one.
+final class BlockingThreads: Sendable {
+    private final class Worker: Sendable {
+        let wake = DispatchSemaphore(value: 0)
+        let job = Mutex<(@Sendable () -> Void)?>(nil)
+    }
+
+    private let idle = Mutex<[Worker]>([])
+
+    func run(_ job: @escaping @Sendable () -> Void) {
+        if let worker = idle.withLock({ $0.popLast() }) {
+            worker.job.withLock { $0 = job }
+            worker.wake.signal()
+            return
+        }
+        let worker = Worker()
+        worker.job.withLock { $0 = job }
+        Thread.detachNewThread { [self] in
+            while true {
+                if let job = worker.job.withLock({ job in defer { job = nil }; return job }) { job() }
+                idle.withLock { $0.append(worker) }
+                worker.wake.wait()
+            }
+        }
+    }
+}
