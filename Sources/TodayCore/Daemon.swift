@@ -111,6 +111,8 @@ public enum Daemon {
         log.info("serving \(Today.busName) with \(service.widgetIDs.count) widgets from \(directories.bundleFolders.joined(separator: ", "))")
 
         connection.onDisconnect { continuation.yield(-2) }
+        let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(-3) }
+        if watcher == nil { log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP") }
         var sources: [DispatchSourceSignal] = []
         for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
             signal(signalNumber, SIG_IGN)
@@ -125,6 +127,9 @@ public enum Daemon {
             case SIGHUP:
                 log.info("SIGHUP: rescanning the bundle folders")
                 service.reload()
+            case -3:
+                log.info("the bundle folders changed: rescanning")
+                service.reload()
             case -1:
                 log.warning("another todayd took \(Today.busName) over; exiting")
                 break loop
@@ -138,6 +143,7 @@ public enum Daemon {
             }
         }
         for source in sources { source.cancel() }
+        watcher?.stop()
         await service.stop()
         connection.close()
         return status

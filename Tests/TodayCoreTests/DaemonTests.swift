@@ -286,3 +286,57 @@ import Testing
         if case .uint32(let pid)? = owner.body.first { kill(pid_t(pid), SIGKILL) }
     }
 }
+
+/// Bundles installed, changed and removed while todayd runs.
+@Suite struct LiveReloadTests {
+    /// Polls `body` until it is true, for at most `seconds`.
+    func eventually(_ seconds: Double = 1.5, _ body: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if try await body() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await body()
+    }
+
+    @Test func changesAreSeenWithinASecond() async throws {
+        let parent = try temporaryDirectory("live")
+        defer { try? FileManager.default.removeItem(at: parent) }
+        // The folder does not exist when todayd starts.
+        let folder = parent.appendingPathComponent("later/bundles")
+        let daemon = try TodayDaemon(bundles: [folder.path])
+        defer { daemon.stop() }
+        let connection = try await daemon.ready()
+        defer { connection.close() }
+        let signals = Locked<[String]>([])
+        try await connection.subscribe(MatchRule(path: Today.managerPath, interface: .objectManager)) { message in
+            signals.withLock { $0.append("\(message.member ?? "") \(message.body.first?.string ?? "")") }
+        }
+        func widgets() async throws -> [Value] { try await connection.center("ListWidgets").body }
+        let path = Today.widgetPath("org.example.Live.W")
+
+        let staging = try BundleFolder()
+        defer { staging.remove() }
+        try staging.addApp("org.example.Live", name: "Live", widgets: [.init(name: "W", script: WidgetUpdateTests.newData)])
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: staging.url.appendingPathComponent("Live.app"), to: folder.appendingPathComponent("Live.app"))
+        #expect(try await eventually { try await widgets() == [.objectPaths([path])] })
+
+        // A change to a manifest shows in the properties.
+        let info = folder.appendingPathComponent("Live.app/PlugIns/W.appex/Info.plist")
+        let text = try String(contentsOf: info, encoding: .utf8).replacingOccurrences(of: "<string>W</string>", with: "<string>Renamed</string>")
+        try Data(text.utf8).write(to: info)
+        #expect(try await eventually { try await connection.property("org.example.Live.W", "DisplayName") == .string("Renamed") })
+
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("Live.app"))
+        #expect(try await eventually { try await widgets() == [.objectPaths([])] })
+
+        // The whole folder goes, then comes back.
+        try FileManager.default.removeItem(at: folder)
+        try await Task.sleep(for: .milliseconds(400))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: staging.url.appendingPathComponent("Live.app"), to: folder.appendingPathComponent("Live.app"))
+        #expect(try await eventually { try await widgets() == [.objectPaths([path])] })
+        #expect(signals.value == ["InterfacesAdded \(path.rawValue)", "InterfacesRemoved \(path.rawValue)", "InterfacesAdded \(path.rawValue)"])
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Watches the bundle folders with inotify and calls `changed` once things
+/// settle (debounced) after a bundle is installed, changed or removed. A
+/// folder that does not exist yet is watched through its nearest existing
+/// parent, so it is picked up when it appears; one that is deleted is
+/// watched for again the same way.
+public final class BundleWatcher: Sendable {
+    private let folders: [String]
+    private let settle: Duration
+    private let changed: @Sendable () -> Void
+    private let fd: Int32
+    private let watches = Mutex<[Int32: String]>([:])
+    private let stopped = Mutex(false)
+
+    /// Starts watching; nil (and nothing watched) where inotify is unavailable.
+    public init?(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        self.fd = fd
+        self.folders = folders
+        self.settle = settle
+        self.changed = changed
+        rearm()
+        Thread.detachNewThread { [self] in loop() }
+    }
+
+    public func stop() {
+        stopped.withLock { $0 = true }
+    }
+
+    /// Watches every folder that can hold a bundle or one of its files:
+    /// each bundle folder, its `.app` bundles, their `PlugIns` and `.appex`
+    /// folders; for a missing bundle folder, its nearest existing parent.
+    private func rearm() {
+        var wanted = Set<String>()
+        for folder in folders {
+            var existing = folder
+            while !isDirectory(existing), existing != "/" {
+                existing = (existing as NSString).deletingLastPathComponent
+                if existing.isEmpty { existing = "/" }
+            }
+            wanted.insert(existing)
+            guard existing == folder else { continue }
+            for app in entries(folder) where app.hasSuffix(".app") {
+                let appPath = folder + "/" + app
+                guard isDirectory(appPath) else { continue }
+                wanted.insert(appPath)
+                let plugIns = appPath + "/PlugIns"
+                guard isDirectory(plugIns) else { continue }
+                wanted.insert(plugIns)
+                for appex in entries(plugIns) where appex.hasSuffix(".appex") && isDirectory(plugIns + "/" + appex) {
+                    wanted.insert(plugIns + "/" + appex)
+                }
+            }
+        }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+        watches.withLock { watches in
+            let current = Set(watches.values)
+            for (descriptor, path) in watches where !wanted.contains(path) {
+                inotify_rm_watch(fd, descriptor)
+                watches[descriptor] = nil
+            }
+            for path in wanted.subtracting(current) {
+                let descriptor = inotify_add_watch(fd, path, mask)
+                if descriptor >= 0 { watches[descriptor] = path }
+            }
+        }
+    }
+
+    private func loop() {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var pendingSince: ContinuousClock.Instant?
+        while !stopped.withLock({ $0 }) {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let wait: Int32
+            if let pendingSince {
+                let left = settle - (ContinuousClock.now - pendingSince)
+                wait = max(0, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            } else {
+                wait = 500
+            }
+            if poll(&entry, 1, wait) > 0 {
+                while read(fd, &buffer, buffer.count) > 0 {}
+                // Later events push the rescan back until things are quiet.
+                pendingSince = .now
+                continue
+            }
+            if let since = pendingSince, ContinuousClock.now - since >= settle {
+                pendingSince = nil
+                rearm()
+                changed()
+            }
+        }
+        close(fd)
+    }
+
+    private func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    private func entries(_ folder: String) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+    }
+}
