@@ -24,6 +24,7 @@ release: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build --product todayd
+	$(SWIFT) build --product todayctl
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 	scripts/fuzz $(TEST_FUZZ_SECONDS)
 
@@ -43,6 +44,7 @@ bench: deps release
 # The daemon on a bus of its own, serving the example bundles.
 run: deps
 	$(SWIFT) build --product todayd
+	$(SWIFT) build --product todayctl
 	.build/debug/todayd --private-bus --verbose --bundles data/examples
 
 clean:

@@ -391,7 +391,7 @@ public final class TodayService: Sendable {
         }
         guard let declared = manifest.executable else { return .failed("no-provider") }
         let executable: String
-        switch ProviderExecutable.resolve(declared, inside: manifest.path) {
+        switch BundleCatalog.resolve(declared, inside: manifest.path) {
         case .success(let path): executable = path
         case .failure(let problem):
             log.warning("\(manifest.bundleIdentifier): \(problem)")
@@ -493,35 +493,6 @@ final class ProviderSlots: Sendable {
         }
         next?.resume()
         return result
-    }
-}
-
-/// Where a manifest's CFBundleExecutable really is: a regular, executable
-/// file that stays inside its bundle once symlinks are resolved.
-enum ProviderExecutable {
-    struct Problem: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    static func resolve(_ path: String, inside bundle: String) -> Result<String, Problem> {
-        guard let real = realpath(path, nil) else {
-            return .failure(Problem(description: "\(path): \(String(cString: strerror(errno))); install the provider executable"))
-        }
-        let resolved = String(cString: real)
-        free(real)
-        guard let bundleReal = realpath(bundle, nil) else {
-            return .failure(Problem(description: "\(bundle): cannot resolve the bundle folder"))
-        }
-        let root = String(cString: bundleReal)
-        free(bundleReal)
-        guard resolved.hasPrefix(root + "/") else {
-            return .failure(Problem(description: "\(path) leads outside its bundle (to \(resolved)); keep the executable inside"))
-        }
-        var info = stat()
-        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, access(resolved, X_OK) == 0 else {
-            return .failure(Problem(description: "\(path) is not an executable regular file; chmod +x it"))
-        }
-        return .success(resolved)
     }
 }
 

@@ -8,6 +8,8 @@ let usage = """
 
       list                              the widgets todayd serves, one per line
       plist FILE [--to xml|binary|json] print a property list (XML by default)
+      lint PATH…                        check .app bundles, or folders of them, against the bundle rules;
+                                        one line per problem: `file: key: message`
 
     Exit status: 0 on success, 1 when the service or the file said no, 2 on bad usage.
     """
@@ -42,6 +44,15 @@ case "plist":
     } catch {
         fail("\(arguments[1]): \(error)", status: 1)
     }
+case "lint":
+    let paths = Array(arguments.dropFirst())
+    guard !paths.isEmpty, !paths.contains(where: { $0.hasPrefix("-") }) else {
+        fail("lint PATH…: give .app bundles or folders of them", status: 2)
+    }
+    let (checked, problems) = BundleCatalog.lint(paths)
+    for problem in problems { print(problem) }
+    if problems.isEmpty { print("\(checked) bundle\(checked == 1 ? "" : "s") checked: no problems") }
+    exit(problems.isEmpty ? 0 : 1)
 case "list":
     guard arguments.count == 1 else { fail("list takes no arguments", status: 2) }
     guard let address, !address.isEmpty else {

@@ -73,6 +73,7 @@ struct BundleFolder {
     var path: String { url.path }
 
     init() throws { url = try temporaryDirectory("bundles") }
+    init(url: URL) { self.url = url }
 
     struct Widget {
         var name: String
