@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// One property-list value. Dictionaries keep their key order.
 public indirect enum PlistValue: Hashable, Sendable {
@@ -174,14 +175,32 @@ public enum Plist {
 
     /// Reads the file at `path`, refusing files over the size limit before reading them.
     public static func read(contentsOf path: String, limits: PlistLimits = PlistLimits()) throws -> PlistValue {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        if let size = attributes?[.size] as? Int, size > limits.maximumSize {
-            throw PlistError("\(path) is \(size) bytes, over the limit of \(limits.maximumSize)")
+        try read(readFile(path, limit: limits.maximumSize), limits: limits)
+    }
+
+    /// The bytes of a regular file, refused before reading when over `limit`.
+    static func readFile(_ path: String, limit: Int) throws -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw PlistError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw PlistError("cannot read \(path): not a regular file")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw PlistError("cannot read \(path)")
+        let size = Int(info.st_size)
+        guard size <= limit else { throw PlistError("\(path) is \(size) bytes, over the limit of \(limit)") }
+        var data = Data(count: size)
+        var offset = 0
+        try data.withUnsafeMutableBytes { buffer in
+            while offset < size {
+                let count = Glibc.read(fd, buffer.baseAddress.map { $0 + offset }, size - offset)
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw PlistError("cannot read \(path): \(String(cString: strerror(errno)))") }
+                if count == 0 { break }
+                offset += count
+            }
         }
-        return try read(data, limits: limits)
+        return offset == size ? data : data.prefix(offset)
     }
 
     public static func write(_ value: PlistValue, format: PlistFormat) throws -> Data {

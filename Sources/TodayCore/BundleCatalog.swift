@@ -87,8 +87,7 @@ public struct BundleCatalog: Sendable {
         var catalog = BundleCatalog()
         var checked = 0
         for path in paths {
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else {
+            guard FileSystem.isDirectory(path) else {
                 catalog.problems.append(BundleProblem(file: path, key: "-", message: "no such folder; give a .app bundle or a folder of them"))
                 continue
             }
@@ -105,7 +104,7 @@ public struct BundleCatalog: Sendable {
     }
 
     static func appBundles(in folder: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".app") }.sorted()
+        FileSystem.entries(folder).filter { $0.hasSuffix(".app") }.sorted()
             .map { folder + "/" + $0 }
     }
 
@@ -148,7 +147,7 @@ public struct BundleCatalog: Sendable {
         var widgets: [WidgetManifest] = []
         var extensionIDs: [String] = []
         let plugIns = app + "/PlugIns"
-        for name in ((try? FileManager.default.contentsOfDirectory(atPath: plugIns)) ?? []).sorted() where name.hasSuffix(".appex") {
+        for name in FileSystem.entries(plugIns).sorted() where name.hasSuffix(".appex") {
             let appex = plugIns + "/" + name
             let path = appex + "/Info.plist"
             let extensionInfo = try infoPlist(appex)
@@ -221,12 +220,11 @@ public struct BundleCatalog: Sendable {
 
     static func infoPlist(_ bundle: String) throws -> PlistDictionary {
         let path = bundle + "/Info.plist"
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw BundleProblem(file: path, key: "-", message: "missing; every bundle needs an Info.plist")
-        }
         let value: PlistValue
         do {
             value = try Plist.read(contentsOf: path)
+        } catch where !FileSystem.exists(path) {
+            throw BundleProblem(file: path, key: "-", message: "missing; every bundle needs an Info.plist")
         } catch {
             throw BundleProblem(file: path, key: "-", message: "not a readable property list (\(error)); fix or remove it")
         }
@@ -387,10 +385,10 @@ public struct BundleCatalog: Sendable {
     /// The app groups a bundle's entitlements name (SPEC section 3):
     /// `Entitlements.plist`, or else a single `*.entitlements` file.
     static func entitledGroups(_ bundle: String) throws -> [String] {
-        let files = FileManager.default
         var path = bundle + "/Entitlements.plist"
-        if !files.fileExists(atPath: path) {
-            let candidates = ((try? files.contentsOfDirectory(atPath: bundle)) ?? []).filter { $0.hasSuffix(".entitlements") }.sorted()
+        let names = FileSystem.entries(bundle)
+        if !names.contains("Entitlements.plist") {
+            let candidates = names.filter { $0.hasSuffix(".entitlements") }.sorted()
             guard !candidates.isEmpty else { return [] }
             guard candidates.count == 1 else {
                 throw BundleProblem(file: bundle, key: "-", message: "has \(candidates.count) *.entitlements files (\(candidates.joined(separator: ", "))); keep one, or name it Entitlements.plist")

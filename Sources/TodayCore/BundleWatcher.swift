@@ -97,12 +97,7 @@ public final class BundleWatcher: Sendable {
         close(fd)
     }
 
-    private func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-    }
+    private func isDirectory(_ path: String) -> Bool { FileSystem.isDirectory(path) }
 
-    private func entries(_ folder: String) -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-    }
+    private func entries(_ folder: String) -> [String] { FileSystem.entries(folder) }
 }
