@@ -30,6 +30,11 @@ public final class ExportedInterface: Sendable {
 
     let handlers: [String: Handler]
     let setters: [String: PropertySetter]
+    /// Properties only some callers may read: left out of
+    /// GetManagedObjects and InterfacesAdded, and read through Get or
+    /// GetAll only once `readGuard` accepts the caller.
+    let guardedProperties: Set<String>
+    let readGuard: (@Sendable (MethodCall) async throws -> Void)?
     private let state: Mutex<State>
 
     private struct State {
@@ -46,8 +51,11 @@ public final class ExportedInterface: Sendable {
         properties: [String: Value] = [:],
         methods: [String: MethodHandler] = [:],
         immediate: [String: ImmediateMethodHandler] = [:],
-        setters: [String: PropertySetter] = [:]
+        setters: [String: PropertySetter] = [:],
+        guarded: Set<String> = [],
+        readGuard: (@Sendable (MethodCall) async throws -> Void)? = nil
     ) {
+        precondition(guarded.isEmpty || readGuard != nil, "guarded properties need a read guard")
         var handlers: [String: Handler] = methods.mapValues { .task($0) }
         for (name, handler) in immediate { handlers[name] = .immediate(handler) }
         precondition(
@@ -62,6 +70,8 @@ public final class ExportedInterface: Sendable {
         self.interface = interface
         self.handlers = handlers
         self.setters = setters
+        self.guardedProperties = guarded
+        self.readGuard = readGuard
         self.state = Mutex(State(values: properties))
     }
 
@@ -78,6 +88,11 @@ public final class ExportedInterface: Sendable {
                 return (property.name, value)
             }
         }
+    }
+
+    /// The readable properties any caller may see.
+    var publicProperties: [(String, Value)] {
+        guardedProperties.isEmpty ? allProperties : allProperties.filter { !guardedProperties.contains($0.0) }
     }
 
     /// Changes properties and announces the change in one PropertiesChanged

@@ -49,7 +49,7 @@ public final class ObjectServer: Sendable {
         for interface in interfaces { interface.attach(to: connection, at: path) }
         let added = Value.dictionary(
             key: .string, value: .dictionary(key: .string, value: .variant),
-            interfaces.map { DictionaryEntry(.string($0.interface.name.rawValue), .vardict($0.allProperties)) })
+            interfaces.map { DictionaryEntry(.string($0.interface.name.rawValue), .vardict($0.publicProperties)) })
         for manager in managers {
             try? connection.emit(
                 path: manager, interface: .objectManager, member: MemberName("InterfacesAdded"),
@@ -230,7 +230,14 @@ public final class ObjectServer: Sendable {
                         DBusError(.unknownInterface, "object '\(path.rawValue)' has no interface '\(interfaceName)'")))
             }
             if member == "GetAll" {
-                return .done(.success(([.vardict(exported.allProperties)], "a{sv}")))
+                guard let readGuard = exported.readGuard else {
+                    return .done(.success(([.vardict(exported.allProperties)], "a{sv}")))
+                }
+                let call = call
+                return .later {
+                    try await readGuard(call)
+                    return ([.vardict(exported.allProperties)], "a{sv}")
+                }
             }
             let name = arguments.count > 1 ? arguments[1].string ?? "" : ""
             guard let property = exported.interface.property(named: name) else {
@@ -240,6 +247,13 @@ public final class ObjectServer: Sendable {
             if member == "Get" {
                 guard property.isReadable, let value = exported[property: name] else {
                     return .done(.failure(DBusError(.accessDenied, "property '\(name)' is write-only")))
+                }
+                if exported.guardedProperties.contains(name), let readGuard = exported.readGuard {
+                    let call = call
+                    return .later {
+                        try await readGuard(call)
+                        return ([.variant(value)], "v")
+                    }
                 }
                 return .done(.success(([.variant(value)], "v")))
             }
@@ -271,7 +285,7 @@ public final class ObjectServer: Sendable {
                         key: .string, value: .dictionary(key: .string, value: .variant),
                         standardNames.map { DictionaryEntry(.string($0), .vardict([])) }
                             + exported.map {
-                                DictionaryEntry(.string($0.interface.name.rawValue), .vardict($0.allProperties))
+                                DictionaryEntry(.string($0.interface.name.rawValue), .vardict($0.publicProperties))
                             }))
             }
             return .done(

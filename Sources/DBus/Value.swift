@@ -141,6 +141,15 @@ public indirect enum Value: Hashable, Sendable {
         }
     }
 
+    /// The entries of a dictionary in wire order, or empty.
+    public var dictionaryEntries: [DictionaryEntry] {
+        switch self {
+        case .dictionary(_, _, let entries): entries
+        case .variant(let inner): inner.dictionaryEntries
+        default: []
+        }
+    }
+
     /// Bytes of an `ay`.
     public var byteArray: [UInt8]? {
         switch self {

@@ -6,10 +6,15 @@ public enum Today {
     public static let managerPath = ObjectPath("/io/github/todayd/Today1")
     public static let widgetsPath = ObjectPath("/io/github/todayd/Today1/widgets")
     public static let providerPath = ObjectPath("/io/github/todayd/Today1/Provider")
+    public static let groupsPath = ObjectPath("/io/github/todayd/Today1/groups")
     public static let version = "0.2.0"
 
     public static func widgetPath(_ bundleID: String) -> ObjectPath {
         widgetsPath.appending(escaped: bundleID)
+    }
+
+    public static func groupPath(_ groupID: String) -> ObjectPath {
+        groupsPath.appending(escaped: groupID)
     }
 
     /// `io.github.todayd.Today1.Center`, as far as this version serves it.
@@ -20,6 +25,8 @@ public enum Today {
             Method(MemberName("SetHasContent"), in: [Argument("has_content", "b"), Argument("widget_id", "s")]),
             Method(MemberName("PerformUpdate"), in: [Argument("widget_id", "s")], out: [Argument("result", "s")]),
             Method(MemberName("UpdateAll"), out: [Argument("results", "a{ss}")]),
+            Method(MemberName("ContainerPathForGroup"), in: [Argument("group_id", "s")], out: [Argument("path", "s")]),
+            Method(MemberName("GroupObject"), in: [Argument("group_id", "s")], out: [Argument("group", "o")]),
             Method(MemberName("RegisterApp"), in: [Argument("bundle_id", "s")]),
             Method(MemberName("Reload")),
         ],
@@ -53,6 +60,24 @@ public enum Today {
         ],
         signals: [
             Signal(MemberName("Updated"), [Argument("result", "s")])
+        ])
+
+    /// `io.github.todayd.Today1.Group`: the defaults of one app group.
+    public static let group = Interface(
+        InterfaceName("io.github.todayd.Today1.Group"),
+        methods: [
+            Method(MemberName("Get"), in: [Argument("key", "s")], out: [Argument("value", "v")]),
+            Method(MemberName("GetAll"), out: [Argument("values", "a{sv}")]),
+            Method(MemberName("Set"), in: [Argument("key", "s"), Argument("value", "v")]),
+            Method(MemberName("Remove"), in: [Argument("key", "s")]),
+            Method(MemberName("Update"), in: [Argument("set", "a{sv}"), Argument("remove", "as")]),
+        ],
+        properties: [
+            Property("Identifier", "s", changeSignal: .const),
+            Property("ContainerPath", "s", changeSignal: .const),
+        ],
+        signals: [
+            Signal(MemberName("Changed"), [Argument("keys", "as")])
         ])
 
     /// `io.github.todayd.Today1.Provider`, which D-Bus widget providers serve.

@@ -11,6 +11,7 @@ public final class TodayService: Sendable {
     public let connection: Connection
     public let directories: Directories
     public let identities: Identities
+    let groups: GroupService
     let log: Logger
     let store: WidgetStore
     let providers = RunningProviders()
@@ -67,6 +68,7 @@ public final class TodayService: Sendable {
         self.now = now
         store = WidgetStore(directories: directories)
         identities = Identities(userID: userID, procRoot: procRoot, providers: providers)
+        groups = GroupService(connection: connection, identities: identities, directories: directories, log: log)
         let holder = Mutex<TodayService?>(nil)
         @Sendable func service() throws -> TodayService {
             guard let service = holder.withLock({ $0 }) else { throw DBusError.failed("todayd is shutting down") }
@@ -90,6 +92,20 @@ public final class TodayService: Sendable {
                 "SetHasContent": { call in
                     try await service().setHasContent(call, call.arguments[0].bool ?? true, widget: try Self.widgetID(call.arguments[1]))
                     return []
+                },
+                "ContainerPathForGroup": { call in
+                    let service = try service()
+                    let store = try await service.groups.authorize(call, call.arguments[0].string ?? "")
+                    do {
+                        return [.string(try store.makeContainer())]
+                    } catch {
+                        throw TodayError.storage("cannot create the group's container: \(error)")
+                    }
+                },
+                "GroupObject": { call in
+                    let service = try service()
+                    let store = try await service.groups.authorize(call, call.arguments[0].string ?? "")
+                    return [.objectPath(Today.groupPath(store.identifier))]
                 },
                 "RegisterApp": { call in
                     let service = try service()
@@ -221,6 +237,7 @@ public final class TodayService: Sendable {
             state.order = catalog.widgets.map(\.bundleIdentifier).filter { state.widgets[$0] != nil }
             state.bundleIDs = catalog.bundleIDs
         }
+        groups.update(from: catalog)
         for id in removed {
             connection.objects.unexport(Today.widgetPath(id))
             log.info("widget removed: \(id)")
@@ -397,13 +414,14 @@ public final class TodayService: Sendable {
             log.warning("\(manifest.bundleIdentifier): \(problem)")
             return .failed("no-provider")
         }
+        groups.prepareContainers(manifest.groups)
         var limits = ProviderLimits()
         limits.timeout = .seconds(Int(manifest.updateTimeout))
         limits.memory = manifest.memoryLimit
         let provider = ExecProvider(
             widgetID: manifest.bundleIdentifier, executable: executable,
             container: directories.dataHome + "/todayd/containers/" + manifest.bundleIdentifier,
-            groupContainers: manifest.groups.map { ($0, directories.dataHome + "/todayd/groups/" + $0) },
+            groupContainers: manifest.groups.map { ($0, groups.containerPath($0)) },
             busAddress: busAddress, environment: environment, limits: limits)
         let id = manifest.bundleIdentifier
         return await slots.withSlot {

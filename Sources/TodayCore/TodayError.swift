@@ -13,6 +13,9 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
     /// A caller that may not make this call at all.
     case notAllowed(String)
     case providerFailed(String)
+    case noSuchKey(String)
+    case tooLarge(String)
+    case storage(String)
 
     public var dbusError: DBusError {
         switch self {
@@ -36,6 +39,12 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
             DBusError(.accessDenied, reason)
         case .providerFailed(let reason):
             DBusError(Self.name("ProviderFailed"), reason)
+        case .noSuchKey(let key):
+            DBusError(Self.name("NoSuchKey"), "no key '\(key)' in the group's defaults")
+        case .tooLarge(let reason):
+            DBusError(Self.name("TooLarge"), reason)
+        case .storage(let reason):
+            DBusError(.failed, reason)
         }
     }
 

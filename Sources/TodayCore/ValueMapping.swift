@@ -8,8 +8,10 @@ import PropertyList
 /// A snapshot's arrays of dictionaries travel as `aa{sv}` so that `items`
 /// has the type the SPEC gives it.
 public enum ValueMapping {
-    /// The D-Bus form of a property-list value.
-    public static func dbus(_ value: PlistValue) -> Value {
+    /// The D-Bus form of a property-list value. With `typedArrays`, an
+    /// array of dictionaries is `aa{sv}` (snapshots); otherwise every array
+    /// is `av` (group defaults).
+    public static func dbus(_ value: PlistValue, typedArrays: Bool = true) -> Value {
         switch value {
         case .string(let s): return .string(s)
         case .integer(let i): return .int64(i)
@@ -19,18 +21,18 @@ public enum ValueMapping {
         case .date(let date): return .uint64(microseconds(date))
         case .data(let data): return .bytes(Array(data))
         case .array(let elements):
-            if !elements.isEmpty, elements.allSatisfy({ $0.dictionary != nil }) {
-                return .array(.dictionary(key: .string, value: .variant), elements.map(dbus))
+            if typedArrays, !elements.isEmpty, elements.allSatisfy({ $0.dictionary != nil }) {
+                return .array(.dictionary(key: .string, value: .variant), elements.map { dbus($0, typedArrays: true) })
             }
-            return .array(.variant, elements.map { .variant(dbus($0)) })
+            return .array(.variant, elements.map { .variant(dbus($0, typedArrays: typedArrays)) })
         case .dictionary(let dictionary):
-            return .vardict(dictionary.map { ($0.0, dbus($0.1)) })
+            return .vardict(dictionary.map { ($0.0, dbus($0.1, typedArrays: typedArrays)) })
         }
     }
 
     /// The D-Bus form of a dictionary, as `a{sv}`.
-    public static func dbus(_ dictionary: PlistDictionary) -> Value {
-        dbus(.dictionary(dictionary))
+    public static func dbus(_ dictionary: PlistDictionary, typedArrays: Bool = true) -> Value {
+        dbus(.dictionary(dictionary), typedArrays: typedArrays)
     }
 
     public enum Failure: Error, CustomStringConvertible {
@@ -40,9 +42,10 @@ public enum ValueMapping {
         }
     }
 
-    /// The property-list form of a D-Bus value. `y n q i u` become integers,
-    /// `o` and `g` strings, other arrays and structures arrays; a unix fd or
-    /// a dictionary whose keys are not strings is refused.
+    /// The property-list form of a D-Bus value. `y n q i u x` become
+    /// integers, `t` a date, `o` and `g` strings, `ay` data, other arrays
+    /// and structures arrays; a unix fd or a dictionary whose keys are not
+    /// strings is refused.
     public static func plist(_ value: Value) throws -> PlistValue {
         switch value {
         case .byte(let v): return .integer(Int64(v))
@@ -52,7 +55,7 @@ public enum ValueMapping {
         case .int32(let v): return .integer(Int64(v))
         case .uint32(let v): return .integer(Int64(v))
         case .int64(let v): return .integer(v)
-        case .uint64(let v): return .unsigned(v)
+        case .uint64(let v): return .date(Date(timeIntervalSince1970: Double(v) / 1_000_000))
         case .double(let d): return .real(d)
         case .string(let s): return .string(s)
         case .objectPath(let p): return .string(p.rawValue)

@@ -1,0 +1,212 @@
+import Foundation
+import Glibc
+import PropertyList
+import Synchronization
+
+/// The shared container and defaults of one app group (SPEC section 4):
+/// `<base>/<group id>/` and `<base>/<group id>/Library/Preferences/<group id>.plist`.
+/// Every path is opened relative to the base folder, component by
+/// component, without following symlinks, so nothing is read or written
+/// outside it. A write goes to a temporary file in the same folder, is
+/// fsynced, renamed over the old file, and the folder is fsynced, before
+/// the caller hears back.
+public final class GroupStore: Sendable {
+    public static let maximumStore = 16 << 20
+    public static let maximumValue = 4 << 20
+    public static let maximumKey = 1024
+
+    public let identifier: String
+    public let base: String
+    public var containerPath: String { base + "/" + identifier }
+    public var defaultsPath: String { containerPath + "/Library/Preferences/" + identifier + ".plist" }
+
+    private let defaults = Mutex<PlistDictionary?>(nil)
+
+    public init(identifier: String, base: String) {
+        self.identifier = identifier
+        self.base = base
+    }
+
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        case invalidKey(String)
+        case tooLarge(String)
+        case storage(String)
+        case noSuchKey(String)
+
+        public var description: String {
+            switch self {
+            case .invalidKey(let m), .tooLarge(let m), .storage(let m): m
+            case .noSuchKey(let key): "no key '\(key)' in the group's defaults"
+            }
+        }
+    }
+
+    /// Creates the container (0700) and returns its path.
+    @discardableResult
+    public func makeContainer() throws -> String {
+        if let fd = try openFolder([identifier]) { close(fd) }
+        return containerPath
+    }
+
+    /// All keys and values.
+    public func all() throws -> PlistDictionary {
+        try withDefaults { $0 }
+    }
+
+    public func value(forKey key: String) throws -> PlistValue {
+        try Self.check(key)
+        guard let value = try withDefaults({ $0[key] }) else { throw Failure.noSuchKey(key) }
+        return value
+    }
+
+    /// Sets and removes keys in one durable write; returns the keys that
+    /// changed.
+    @discardableResult
+    public func update(set: [(String, PlistValue)], remove: [String]) throws -> [String] {
+        for (key, value) in set {
+            try Self.check(key)
+            let size = (try? Plist.write(value, format: .binary).count) ?? Int.max
+            guard size <= Self.maximumValue else {
+                throw Failure.tooLarge("the value of '\(key)' is \(size) bytes encoded, over the limit of \(Self.maximumValue)")
+            }
+        }
+        for key in remove { try Self.check(key) }
+        return try defaults.withLock { cached -> [String] in
+            var current = try cached ?? load()
+            var changed: [String] = []
+            for (key, value) in set where current[key] != value {
+                current[key] = value
+                changed.append(key)
+            }
+            for key in remove where current[key] != nil {
+                current[key] = nil
+                changed.append(key)
+            }
+            guard !changed.isEmpty else { return [] }
+            let encoded = try Plist.write(.dictionary(current), format: .xml)
+            let size = (try? Plist.write(.dictionary(current), format: .binary).count) ?? encoded.count
+            guard size <= Self.maximumStore else {
+                throw Failure.tooLarge("the group's defaults would be \(size) bytes encoded, over the limit of \(Self.maximumStore); remove keys first")
+            }
+            try write(encoded)
+            cached = current
+            return changed
+        }
+    }
+
+    static func check(_ key: String) throws {
+        guard !key.isEmpty, key.utf8.count <= maximumKey else {
+            throw Failure.invalidKey("a key must be non-empty UTF-8 of at most \(maximumKey) bytes")
+        }
+    }
+
+    private func withDefaults<T>(_ body: (PlistDictionary) throws -> T) throws -> T {
+        try defaults.withLock { cached in
+            if cached == nil { cached = try load() }
+            return try body(cached ?? [:])
+        }
+    }
+
+    // MARK: Files
+
+    /// The defaults on disk; empty when there is no file yet.
+    private func load() throws -> PlistDictionary {
+        guard let folder = try openFolder([identifier, "Library", "Preferences"], create: false) else { return [:] }
+        defer { close(folder) }
+        let fd = openat(folder, identifier + ".plist", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return [:] }
+            throw Failure.storage("cannot read \(defaultsPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw Failure.storage("cannot read \(defaultsPath): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+            guard data.count <= Self.maximumStore * 2 else { throw Failure.storage("\(defaultsPath) is too large to be a group's defaults") }
+        }
+        do {
+            guard let dictionary = try Plist.read(data).dictionary else {
+                throw Failure.storage("\(defaultsPath) is not a dictionary; move it away to start afresh")
+            }
+            return dictionary
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure.storage("\(defaultsPath) does not parse (\(error)); move it away to start afresh")
+        }
+    }
+
+    private func write(_ data: Data) throws {
+        guard let folder = try openFolder([identifier, "Library", "Preferences"]) else {
+            throw Failure.storage("cannot create \(containerPath)/Library/Preferences")
+        }
+        defer { close(folder) }
+        let name = identifier + ".plist"
+        let temporary = ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure.storage("cannot write in \(containerPath)/Library/Preferences: \(String(cString: strerror(errno)))") }
+        var failure: Failure?
+        fchmod(fd, 0o600)
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = .storage("cannot write \(defaultsPath): \(String(cString: strerror(errno)))")
+                    return
+                }
+                offset += written
+            }
+        }
+        if failure == nil, fsync(fd) != 0 { failure = .storage("cannot sync \(defaultsPath): \(String(cString: strerror(errno)))") }
+        if close(fd) != 0, failure == nil { failure = .storage("cannot write \(defaultsPath): \(String(cString: strerror(errno)))") }
+        if failure == nil, renameat(folder, temporary, folder, name) != 0 {
+            failure = .storage("cannot replace \(defaultsPath): \(String(cString: strerror(errno)))")
+        }
+        if let failure {
+            unlinkat(folder, temporary, 0)
+            throw failure
+        }
+        fsync(folder)
+    }
+
+    /// Opens (and with `create`, makes, 0700) `base/components…`, each step
+    /// relative to the last, never through a symlink. Without `create`,
+    /// nil when a folder on the way does not exist.
+    private func openFolder(_ components: [String], create: Bool = true) throws -> Int32? {
+        if create {
+            do {
+                try DurableFile.makeFolder(base)
+            } catch {
+                throw Failure.storage("\(error)")
+            }
+        }
+        var fd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0, errno == ENOENT, !create { return nil }
+        guard fd >= 0 else { throw Failure.storage("cannot open \(base): \(String(cString: strerror(errno)))") }
+        for component in components {
+            var next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0, errno == ENOENT, create {
+                if mkdirat(fd, component, 0o700) == 0 || errno == EEXIST {
+                    next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    if next >= 0 { fchmod(next, 0o700) }
+                }
+            }
+            let code = errno
+            close(fd)
+            if next < 0, code == ENOENT, !create { return nil }
+            guard next >= 0 else {
+                let reason = code == ELOOP || code == ENOTDIR ? "it is a symlink or not a folder; remove it" : String(cString: strerror(code))
+                throw Failure.storage("cannot open \(component) in the group folder: \(reason)")
+            }
+            fd = next
+        }
+        return fd
+    }
+}
