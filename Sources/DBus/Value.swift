@@ -2,7 +2,7 @@ import Glibc
 
 /// One D-Bus value of any type. Containers carry their element types so that
 /// empty arrays and dictionaries keep their signature.
-public indirect enum Value: Hashable, Sendable {
+public enum Value: Hashable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -21,7 +21,7 @@ public indirect enum Value: Hashable, Sendable {
     /// A dictionary (`a{..}`) in wire order.
     case dictionary(key: DBusType, value: DBusType, [DictionaryEntry])
     case structure([Value])
-    case variant(Value)
+    indirect case variant(Value)
 
     public var type: DBusType {
         switch self {

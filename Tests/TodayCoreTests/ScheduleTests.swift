@@ -9,7 +9,7 @@ import Testing
 /// service's scheduler under an injected clock.
 @Suite struct ScheduleTests {
     static let utc = TimeZone(identifier: "UTC") ?? .current
-    /// 2026-11-29 00:00:00 UTC.
+    /// 2026-12-01 00:00:00 UTC.
     static let midnight = Date(timeIntervalSince1970: 1_796_083_200)
 
     @Test func intervalWithJitter() {
