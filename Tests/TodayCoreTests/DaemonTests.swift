@@ -74,7 +74,9 @@ import Testing
         try FileManager.default.removeItem(atPath: folder.path + "/Traffic.app")
         kill(daemon.process.processIdentifier, SIGHUP)
         try await Task.sleep(for: .milliseconds(500))
-        #expect(added.value == ["InterfacesAdded:\(Today.widgetPath("com.e-legion.Traffic.Widget").rawValue)", "InterfacesRemoved:\(Today.widgetPath("com.e-legion.Traffic.Widget").rawValue)"])
+        let widget = Today.widgetPath("com.e-legion.Traffic.Widget").rawValue
+        let group = Today.groupPath("group.traffic").rawValue
+        #expect(added.value == ["InterfacesAdded:\(group)", "InterfacesAdded:\(widget)", "InterfacesRemoved:\(group)", "InterfacesRemoved:\(widget)"])
         #expect(daemon.stop() == 0)
     }
 
@@ -134,7 +136,9 @@ import Testing
         connection.close()
         let tree = try await run(["busctl", "--address=\(daemon.address)", "tree", "--list", Today.busName.rawValue])
         #expect(tree.output.split(separator: "\n").sorted() == [
-            "/", "/io", "/io/github", "/io/github/todayd", "/io/github/todayd/Today1", "/io/github/todayd/Today1/widgets",
+            "/", "/io", "/io/github", "/io/github/todayd", "/io/github/todayd/Today1", "/io/github/todayd/Today1/groups",
+            "/io/github/todayd/Today1/groups/group_2eagostini_2etech_2esharedData", "/io/github/todayd/Today1/groups/group_2etraffic",
+            "/io/github/todayd/Today1/widgets",
             "/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget",
             "/io/github/todayd/Today1/widgets/tech_2eagostini_2eapp_2eLatestPost",
         ])
