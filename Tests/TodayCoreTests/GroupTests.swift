@@ -215,4 +215,30 @@ import Testing
         #expect(await Self.errorName { try await call(app, "Set", [.string("k"), .variant(.string("v"))]) } == "org.freedesktop.DBus.Error.Failed")
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path) == [])
     }
+
+    @Test func aFlatpakAppUsesTheGroupsOfItsAppID() async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("flatpak-group")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let proc = home.appendingPathComponent("proc")
+        let root = proc.appendingPathComponent("\(getpid())/root")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let info = root.appendingPathComponent(".flatpak-info")
+        try await withPrivateBus { bus, serviceConnection in
+            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
+            let service = TodayService(connection: serviceConnection, directories: directories, log: Logger(verbose: false), procRoot: proc.path)
+            service.reload()
+            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
+            try Data("[Application]\nname=org.example.App\n".utf8).write(to: info)
+            let sandboxed = try Connection(address: bus.address)
+            defer { sandboxed.close() }
+            try await call(sandboxed, "Set", [.string("k"), .variant(.string("v"))])
+            #expect(try await call(sandboxed, "Get", [.string("k")]).body == [.variant(.string("v"))])
+            try Data("[Application]\nname=org.example.Stranger\n".utf8).write(to: info)
+            let other = try Connection(address: bus.address)
+            defer { other.close() }
+            #expect(await Self.errorName { try await call(other, "Get", [.string("k")]) } == "io.github.todayd.Today1.Error.NotEntitled")
+        }
+    }
 }
