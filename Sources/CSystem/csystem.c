@@ -1,7 +1,9 @@
 #define _GNU_SOURCE
 #include "csystem.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,4 +22,60 @@ int today_pidfd_open(pid_t pid) {
     (void)pid;
     return -1;
 #endif
+}
+
+int today_spawn_detached(const char *path, char *const argv[], char *const envp[], const char *directory) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return errno;
+    pid_t child = fork();
+    if (child < 0) {
+        int error = errno;
+        close(report[0]);
+        close(report[1]);
+        return error;
+    }
+    if (child == 0) {
+        /* Only async-signal-safe calls from here on. */
+        close(report[0]);
+        if (setsid() < 0) {
+            int error = errno;
+            (void)!write(report[1], &error, sizeof error);
+            _exit(1);
+        }
+        pid_t grandchild = fork();
+        if (grandchild < 0) {
+            int error = errno;
+            (void)!write(report[1], &error, sizeof error);
+            _exit(1);
+        }
+        if (grandchild > 0) _exit(0);
+        struct sigaction deflt;
+        deflt.sa_handler = SIG_DFL;
+        deflt.sa_flags = 0;
+        sigemptyset(&deflt.sa_mask);
+        for (int number = 1; number < NSIG; number++) sigaction(number, &deflt, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            if (null > 0) close(null);
+        }
+        if (directory != NULL && chdir(directory) != 0) { /* stay where we are */ }
+        execve(path, argv, envp);
+        int error = errno;
+        (void)!write(report[1], &error, sizeof error);
+        _exit(127);
+    }
+    close(report[1]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    int error = 0;
+    ssize_t got;
+    do {
+        got = read(report[0], &error, sizeof error);
+    } while (got < 0 && errno == EINTR);
+    close(report[0]);
+    return got == (ssize_t)sizeof error ? error : 0;
 }

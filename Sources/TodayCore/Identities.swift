@@ -18,6 +18,8 @@ public final class Identities: Sendable {
     private struct Table {
         var credentials: [String: Connection.Credentials] = [:]
         var registered: [String: String] = [:]
+        /// Unique names in the order they registered.
+        var order: [String] = []
     }
 
     public init(userID: UInt32 = getuid(), procRoot: String = "/proc", providers: RunningProviders) {
@@ -58,6 +60,7 @@ public final class Identities: Sendable {
         table.withLock { table in
             table.credentials[uniqueName] = nil
             table.registered[uniqueName] = nil
+            table.order.removeAll { $0 == uniqueName }
         }
     }
 
@@ -141,12 +144,18 @@ public final class Identities: Sendable {
             let bound = table.withLock { table -> String? in
                 if let existing = table.registered[call.sender] { return existing }
                 table.registered[call.sender] = bundleID
+                table.order.append(call.sender)
                 return nil
             }
             if let bound {
                 throw TodayError.alreadyRegistered("this connection is already registered as '\(bound)'")
             }
         }
+    }
+
+    /// Registered connections and their bundles, oldest registration first.
+    public var registrations: [(connection: String, bundle: String)] {
+        table.withLock { table in table.order.compactMap { name in table.registered[name].map { (name, $0) } } }
     }
 
     /// Connections registered as one of `bundles`, for signals sent only

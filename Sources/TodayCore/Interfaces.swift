@@ -25,6 +25,8 @@ public enum Today {
             Method(MemberName("SetHasContent"), in: [Argument("has_content", "b"), Argument("widget_id", "s")]),
             Method(MemberName("PerformUpdate"), in: [Argument("widget_id", "s")], out: [Argument("result", "s")]),
             Method(MemberName("UpdateAll"), out: [Argument("results", "a{ss}")]),
+            Method(MemberName("OpenURL"), in: [Argument("url", "s"), Argument("options", "a{sv}")], out: [Argument("handler", "s")]),
+            Method(MemberName("ResolveURL"), in: [Argument("url", "s")], out: [Argument("handler", "s")]),
             Method(MemberName("ContainerPathForGroup"), in: [Argument("group_id", "s")], out: [Argument("path", "s")]),
             Method(MemberName("GroupObject"), in: [Argument("group_id", "s")], out: [Argument("group", "o")]),
             Method(MemberName("RegisterApp"), in: [Argument("bundle_id", "s")]),
@@ -39,7 +41,8 @@ public enum Today {
     public static let widget = Interface(
         InterfaceName("io.github.todayd.Today1.Widget"),
         methods: [
-            Method(MemberName("PerformUpdate"), out: [Argument("result", "s")])
+            Method(MemberName("PerformUpdate"), out: [Argument("result", "s")]),
+            Method(MemberName("Activate"), in: [Argument("platform_data", "a{sv}")], out: [Argument("handler", "s")]),
         ],
         properties: [
             Property("BundleIdentifier", "s", changeSignal: .const),

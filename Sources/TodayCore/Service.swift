@@ -22,12 +22,13 @@ public final class TodayService: Sendable {
     /// The clock; tests pass their own.
     let now: @Sendable () -> Date
     private let center: ExportedInterface
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private struct State {
+    struct State {
         var widgets: [String: Widget] = [:]
         var order: [String] = []
         var bundleIDs: Set<String> = []
+        var apps: [AppManifest] = []
         var scheduler: Task<Void, Never>?
         var stopping = false
         /// Widgets whose record changed since it was last written.
@@ -92,6 +93,12 @@ public final class TodayService: Sendable {
                 "SetHasContent": { call in
                     try await service().setHasContent(call, call.arguments[0].bool ?? true, widget: try Self.widgetID(call.arguments[1]))
                     return []
+                },
+                "OpenURL": { call in
+                    [.string(try await service().open(call.arguments[0].string ?? "", platformData: call.arguments[1]))]
+                },
+                "ResolveURL": { call in
+                    [.string(try await service().resolve(call.arguments[0].string ?? "").id)]
                 },
                 "ContainerPathForGroup": { call in
                     let service = try service()
@@ -184,6 +191,9 @@ public final class TodayService: Sendable {
 
     var isStopping: Bool { state.withLock { $0.stopping } }
 
+    /// One field of the state.
+    func state<T: Sendable>(_ field: KeyPath<State, T> & Sendable) -> T { state.withLock { $0[keyPath: field] } }
+
     /// Widget ids sorted by display name, then id.
     public var widgetIDs: [String] { state.withLock { $0.order } }
 
@@ -227,7 +237,11 @@ public final class TodayService: Sendable {
                             "PerformUpdate": { [weak self] _ in
                                 guard let self else { throw DBusError.failed("todayd is shutting down") }
                                 return [.string(try await self.performUpdate(id))]
-                            }
+                            },
+                            "Activate": { [weak self] call in
+                                guard let self else { throw DBusError.failed("todayd is shutting down") }
+                                return [.string(try await self.activate(id, platformData: call.arguments[0]))]
+                            },
                         ])
                     let widget = Widget(id: id, object: object, data: data)
                     state.widgets[id] = widget
@@ -236,8 +250,17 @@ public final class TodayService: Sendable {
             }
             state.order = catalog.widgets.map(\.bundleIdentifier).filter { state.widgets[$0] != nil }
             state.bundleIDs = catalog.bundleIDs
+            state.apps = catalog.apps
         }
         groups.update(from: catalog)
+        let applications = directories.dataHome + "/applications"
+        if BundleDesktopEntries.sync(catalog.apps, folder: applications, log: log) {
+            // Refresh mimeinfo.cache so xdg-open finds the handlers.
+            let mime = MimeApps(environment: environment)
+            if let tool = mime.findProgram("update-desktop-database") {
+                try? URLDispatch.launch([tool, "-q", applications], environment: environment)
+            }
+        }
         for id in removed {
             connection.objects.unexport(Today.widgetPath(id))
             log.info("widget removed: \(id)")

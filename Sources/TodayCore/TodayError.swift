@@ -16,6 +16,8 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
     case noSuchKey(String)
     case tooLarge(String)
     case storage(String)
+    case invalidURL(String)
+    case noHandler(String)
 
     public var dbusError: DBusError {
         switch self {
@@ -45,6 +47,10 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
             DBusError(Self.name("TooLarge"), reason)
         case .storage(let reason):
             DBusError(.failed, reason)
+        case .invalidURL(let reason):
+            DBusError(Self.name("InvalidURL"), reason)
+        case .noHandler(let reason):
+            DBusError(Self.name("NoHandler"), reason)
         }
     }
 

@@ -18,4 +18,10 @@ pid_t today_siginfo_pid(const siginfo_t *info);
 /// (pidfd_open, Linux 5.3); -1 with errno where the kernel lacks it.
 int today_pidfd_open(pid_t pid);
 
+/// Starts `path` with `argv` and `envp` detached from the caller: in a new
+/// session, as a grandchild that init adopts, with default signal
+/// dispositions and an empty signal mask. Returns 0 once the program has
+/// been executed, or the errno of what failed (fork, setsid, execve).
+int today_spawn_detached(const char *path, char *const argv[], char *const envp[], const char *directory);
+
 #endif

@@ -1,0 +1,85 @@
+import CSystem
+import DBus
+import Foundation
+import Glibc
+
+/// Where a URL goes (SPEC section 6), first match wins.
+public enum URLHandler: Sendable, Equatable {
+    /// A running app that registered, declares the scheme and exports
+    /// org.freedesktop.Application: Open on its connection.
+    case runningApp(bundle: String, connection: String)
+    /// An installed bundle that declares the scheme: its executable with
+    /// the URL as its one argument.
+    case bundle(AppManifest)
+    /// The desktop entry mime-apps picks for x-scheme-handler/<scheme>.
+    case desktopEntry(MimeApps.Application)
+
+    /// The id `OpenURL` and `ResolveURL` answer with: a bundle id, or a
+    /// desktop id without `.desktop`.
+    public var id: String {
+        switch self {
+        case .runningApp(let bundle, _): bundle
+        case .bundle(let app): app.bundleIdentifier
+        case .desktopEntry(let app): app.id.hasSuffix(".desktop") ? String(app.id.dropLast(8)) : app.id
+        }
+    }
+}
+
+/// URL validation, resolution and launching.
+public enum URLDispatch {
+    public static let maximumLength = 8192
+
+    /// The URL's scheme, lower-cased, or `InvalidURL`.
+    public static func scheme(of url: String) throws -> String {
+        guard url.utf8.count <= maximumLength else {
+            throw TodayError.invalidURL("the URL is \(url.utf8.count) bytes, over the limit of \(maximumLength)")
+        }
+        guard !url.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f || (0x80..<0xa0).contains($0.value) }) else {
+            throw TodayError.invalidURL("the URL contains control characters")
+        }
+        guard let colon = url.firstIndex(of: ":") else {
+            throw TodayError.invalidURL("'\(url.prefix(200))' is not an absolute URL: it needs a scheme, as in myapp://path")
+        }
+        let scheme = String(url[..<colon])
+        guard BundleCatalog.isValidScheme(scheme) else {
+            throw TodayError.invalidURL("'\(scheme.prefix(100))' is not a URL scheme: a letter, then letters, digits, '+', '-' or '.'")
+        }
+        guard scheme.lowercased() != "file" else {
+            throw TodayError.invalidURL("todayd does not open file: URLs; open files with xdg-open or gio open")
+        }
+        return scheme.lowercased()
+    }
+
+    /// The path at which an app with `id` exports org.freedesktop.Application
+    /// (Desktop Entry spec: `.` → `/`, `-` → `_`, a leading `/`).
+    public static func applicationPath(_ id: String) -> ObjectPath? {
+        ObjectPath(rawValue: "/" + id.replacingOccurrences(of: ".", with: "/").replacingOccurrences(of: "-", with: "_"))
+    }
+
+    /// True when `entry` would hand the URL back to todayd.
+    static func isTodayd(_ app: MimeApps.Application, mime: MimeApps) -> Bool {
+        if app.id == Today.busName.rawValue + ".desktop" { return true }
+        guard let exec = app.entry.string("Exec"), let first = try? DesktopEntry.splitExec(exec).first,
+            case .text(let program)? = first.first
+        else { return false }
+        let name = (program as NSString).lastPathComponent
+        return name == "todayd" || name == "todayctl"
+    }
+
+    /// Starts `argv` detached (new session, adopted by init), without a shell.
+    static func launch(_ argv: [String], environment: [String: String], directory: String? = nil) throws {
+        guard let program = argv.first else { throw TodayError.noHandler("an empty command") }
+        let cArguments = argv.map { strdup($0) } + [nil]
+        let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArguments.forEach { free($0) }
+            cEnvironment.forEach { free($0) }
+        }
+        let status = directory.map { folder in
+            folder.withCString { today_spawn_detached(program, cArguments, cEnvironment, $0) }
+        } ?? today_spawn_detached(program, cArguments, cEnvironment, nil)
+        guard status == 0 else {
+            throw TodayError.noHandler("cannot start \(program): \(String(cString: strerror(status)))")
+        }
+    }
+}

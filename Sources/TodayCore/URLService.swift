@@ -1,0 +1,111 @@
+import DBus
+import Foundation
+
+extension TodayService {
+    /// Where `url` would go, launching nothing.
+    public func resolve(_ url: String) async throws -> URLHandler {
+        let scheme = try URLDispatch.scheme(of: url)
+        let apps = state(\.apps).filter { app in app.urlSchemes.contains { $0.lowercased() == scheme } }
+        // 1. A running app that registered and exports org.freedesktop.Application.
+        for (connection, bundle) in identities.registrations {
+            guard apps.contains(where: { $0.bundleIdentifier == bundle }) else { continue }
+            if await exportsApplication(connection: connection, id: bundle) {
+                return .runningApp(bundle: bundle, connection: connection)
+            }
+        }
+        // 2. An installed bundle that declares the scheme.
+        if let app = apps.first(where: { $0.executable != nil }) { return .bundle(app) }
+        // 3. The desktop entry for x-scheme-handler/<scheme>.
+        let mime = MimeApps(environment: environment)
+        if let entry = mime.defaultApplication("x-scheme-handler/" + scheme), !URLDispatch.isTodayd(entry, mime: mime),
+            !BundleDesktopEntries.isOurs(entry)
+        {
+            return .desktopEntry(entry)
+        }
+        throw TodayError.noHandler("no app handles '\(scheme):' URLs: install a bundle that declares the scheme in CFBundleURLTypes, or a desktop entry for x-scheme-handler/\(scheme)")
+    }
+
+    /// Opens `url` in the app that handles it and returns that app's id.
+    public func open(_ url: String, platformData: Value) async throws -> String {
+        let handler = try await resolve(url)
+        switch handler {
+        case .runningApp(let bundle, let connection):
+            guard let name = BusName(rawValue: connection), let path = URLDispatch.applicationPath(bundle) else {
+                throw TodayError.noHandler("the app '\(bundle)' has no usable bus name")
+            }
+            try await callApplication(name, path: path, member: "Open", [.strings([url]), platformData])
+        case .bundle(let app):
+            guard let executable = app.executable else { throw TodayError.noHandler("'\(app.bundleIdentifier)' has no executable") }
+            try URLDispatch.launch([executable, url], environment: launchEnvironment, directory: environment["HOME"])
+        case .desktopEntry(let app):
+            if app.entry.bool("DBusActivatable") {
+                let id = handler.id
+                guard let name = BusName(rawValue: id), let path = URLDispatch.applicationPath(id) else {
+                    throw TodayError.noHandler("\(app.file): DBusActivatable, but '\(id)' is not a D-Bus name")
+                }
+                try await callApplication(name, path: path, member: "Open", [.strings([url]), platformData])
+            } else {
+                let mime = MimeApps(environment: environment)
+                var argv: [String]
+                do {
+                    argv = try app.entry.argv(opening: url, file: app.file, locale: mime.locale)
+                } catch {
+                    throw TodayError.noHandler("\(app.file): \(error)")
+                }
+                guard let program = mime.findProgram(argv[0]) else {
+                    throw TodayError.noHandler("\(app.file): the program '\(argv[0])' is not installed")
+                }
+                argv[0] = program
+                try URLDispatch.launch(argv, environment: launchEnvironment, directory: app.entry.string("Path") ?? environment["HOME"])
+            }
+        }
+        log.info("opened \(url.prefix(200)) in \(handler.id)")
+        return handler.id
+    }
+
+    /// The user tapped a widget: its snapshot's `url`, or else its app.
+    public func activate(_ id: String, platformData: Value) async throws -> String {
+        let widget = try widget(id)
+        let (url, containerID) = widget.data.withLock { ($0.snapshot["url"]?.string, $0.manifest.containerBundleIdentifier) }
+        if let url, !url.isEmpty { return try await open(url, platformData: platformData) }
+        for (connection, bundle) in identities.registrations where bundle == containerID {
+            if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),
+                let path = URLDispatch.applicationPath(bundle)
+            {
+                try await callApplication(name, path: path, member: "Activate", [platformData])
+                return bundle
+            }
+        }
+        guard let app = state(\.apps).first(where: { $0.bundleIdentifier == containerID }), let executable = app.executable else {
+            throw TodayError.noHandler("'\(id)' has no URL in its snapshot and its app '\(containerID)' has no executable to start")
+        }
+        try URLDispatch.launch([executable], environment: launchEnvironment, directory: environment["HOME"])
+        return containerID
+    }
+
+    /// The environment launched apps get: the session's, with the bus todayd serves.
+    var launchEnvironment: [String: String] {
+        var result = environment
+        if let busAddress { result["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
+        return result
+    }
+
+    func exportsApplication(connection: String, id: String) async -> Bool {
+        guard let name = BusName(rawValue: connection), let path = URLDispatch.applicationPath(id) else { return false }
+        guard
+            let reply = try? await self.connection.call(
+                name, path: path, interface: .introspectable, member: MemberName("Introspect"), timeout: .seconds(2))
+        else { return false }
+        return reply.body.first?.string?.contains("\"org.freedesktop.Application\"") ?? false
+    }
+
+    func callApplication(_ name: BusName, path: ObjectPath, member: String, _ arguments: [Value]) async throws {
+        do {
+            try await connection.call(
+                name, path: path, interface: InterfaceName("org.freedesktop.Application"),
+                member: MemberName(rawValue: member) ?? MemberName("Open"), arguments, timeout: .seconds(10))
+        } catch let error as DBusError {
+            throw TodayError.noHandler("\(name.rawValue) did not take it: \(error.message)")
+        }
+    }
+}
