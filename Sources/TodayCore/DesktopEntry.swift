@@ -14,7 +14,9 @@ public struct DesktopEntry: Sendable, Equatable {
         public var description: String { "line \(line): \(message)" }
     }
 
-    public init(parsing text: String) throws {
+    /// Parses `text`. `anyKeys` accepts keys beyond the spec's
+    /// `[A-Za-z0-9-]` (mimeapps.list keys are MIME types).
+    public init(parsing text: String, anyKeys: Bool = false) throws {
         var current: String?
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...]
@@ -40,7 +42,9 @@ public struct DesktopEntry: Sendable, Equatable {
             }
             let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
             let value = String(trimmed[trimmed.index(after: equals)...].drop { $0 == " " || $0 == "\t" })
-            guard Self.isValidKey(key) else { throw ParseError(line: index + 1, message: "'\(key)' is not a key") }
+            guard anyKeys ? !key.isEmpty : Self.isValidKey(key) else {
+                throw ParseError(line: index + 1, message: "'\(key)' is not a key")
+            }
             guard groups[group]?[key] == nil else { throw ParseError(line: index + 1, message: "key \(key) appears twice in [\(group)]") }
             groups[group]?[key] = value
         }
@@ -197,11 +201,13 @@ public struct DesktopEntry: Sendable, Equatable {
                 }
                 guard closed else { throw ExecError(message: "an unfinished quoted argument") }
             case "%":
-                started = true
                 guard let code = characters.popFirst() else { throw ExecError(message: "a lone % at the end") }
                 switch code {
-                case "%": literal.append("%")
+                case "%":
+                    started = true
+                    literal.append("%")
                 case "f", "F", "u", "U", "i", "c", "k":
+                    started = true
                     flushLiteral()
                     current.append(.field(code))
                 case "d", "D", "n", "N", "v", "m":

@@ -134,9 +134,8 @@ public struct MimeApps: Sendable {
 
     /// The parsed groups of one mimeapps.list: group → type → desktop ids.
     static func readList(_ path: String) -> [String: [String: [String]]] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8), let entry = try? DesktopEntry(parsing: text) else {
-            return [:]
-        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), let entry = try? DesktopEntry(parsing: text, anyKeys: true)
+        else { return [:] }
         var result: [String: [String: [String]]] = [:]
         for group in ["Default Applications", "Added Associations", "Removed Associations"] {
             for key in entry.groups[group]?.keys ?? [:].keys {
