@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "todayd", targets: ["todayd"]),
         .executable(name: "todayctl", targets: ["todayctl"]),
+        .library(name: "TodayKit", targets: ["TodayKit"]),
     ],
     targets: [
         .systemLibrary(
@@ -23,8 +24,15 @@ let package = Package(
         // The few libc calls that need _GNU_SOURCE.
         .target(name: "CSystem"),
         .target(name: "TodayCore", dependencies: ["DBus", "PropertyList", "CSystem"]),
+        .target(name: "TodayKit", dependencies: ["TodayCore", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "DBus", "PropertyList"]),
+        // The two tutorial apps and their widgets, built with TodayKit.
+        .target(name: "AgostiniTechShared", path: "Examples/AgostiniTechShared"),
+        .executableTarget(name: "agostini-tech", dependencies: ["TodayKit", "AgostiniTechShared"], path: "Examples/AgostiniTech"),
+        .executableTarget(name: "latest-post", dependencies: ["TodayKit", "AgostiniTechShared"], path: "Examples/LatestPost"),
+        .executableTarget(name: "traffic", dependencies: ["TodayKit", "PropertyList"], path: "Examples/Traffic"),
+        .executableTarget(name: "traffic-widget", dependencies: ["TodayKit", "PropertyList"], path: "Examples/TrafficWidget"),
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
         .executableTarget(name: "bundle-bench", dependencies: ["TodayCore"], path: "Benchmarks/bundle-bench"),

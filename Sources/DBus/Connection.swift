@@ -34,7 +34,7 @@ public final class Connection: @unchecked Sendable {
     }
 
     private struct PendingReply {
-        let continuation: CheckedContinuation<Message, any Error>
+        let complete: @Sendable (Result<Message, any Error>) -> Void
         let deadline: Int64
     }
 
@@ -112,22 +112,54 @@ public final class Connection: @unchecked Sendable {
         let message = try MessageHandle.methodCall(
             destination: destination?.rawValue, path: path, interface: interface, member: member)
         try message.append(arguments)
-        let milliseconds = Int64(timeout.components.seconds) * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
         let reply = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Message, any Error>) in
-            let accepted = submit { [self] in
-                var serial: UInt32 = 0
-                guard dbus_connection_send(raw, message.pointer, &serial) != 0 else {
-                    continuation.resume(throwing: DBusError(.noMemory, "out of memory sending a call"))
-                    return
-                }
-                pending[serial] = PendingReply(continuation: continuation, deadline: Connection.now() + milliseconds)
-            }
-            if !accepted {
-                continuation.resume(throwing: DBusError.disconnected("the connection to the bus is closed"))
-            }
+            send(message, timeout: timeout) { continuation.resume(with: $0) }
         }
         if let error = reply.error { throw error }
         return reply
+    }
+
+    /// Calls a method and blocks the calling thread until the reply comes;
+    /// for synchronous APIs. Never call it on the connection's loop thread.
+    @discardableResult
+    public func callBlocking(
+        _ destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
+        _ arguments: [Value] = [], timeout: Duration = .seconds(25)
+    ) throws -> Message {
+        precondition(!isOnLoopThread, "callBlocking on the connection's own loop thread would never return")
+        let message = try MessageHandle.methodCall(
+            destination: destination?.rawValue, path: path, interface: interface, member: member)
+        try message.append(arguments)
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Message, any Error>?>(nil)
+        send(message, timeout: timeout) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        let reply = try outcome.withLock { $0 }?.get()
+        guard let reply else { throw DBusError.failed("no reply") }
+        if let error = reply.error { throw error }
+        return reply
+    }
+
+    /// Sends a call from the loop thread and hands its reply, error or
+    /// timeout to `complete`, exactly once.
+    private func send(
+        _ message: MessageHandle, timeout: Duration, complete: @escaping @Sendable (Result<Message, any Error>) -> Void
+    ) {
+        let milliseconds = Int64(timeout.components.seconds) * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        let accepted = submit { [self] in
+            var serial: UInt32 = 0
+            guard dbus_connection_send(raw, message.pointer, &serial) != 0 else {
+                complete(.failure(DBusError(.noMemory, "out of memory sending a call")))
+                return
+            }
+            pending[serial] = PendingReply(complete: complete, deadline: Connection.now() + milliseconds)
+        }
+        if !accepted {
+            complete(.failure(DBusError.disconnected("the connection to the bus is closed")))
+        }
     }
 
     /// Calls a method on the bus itself (`org.freedesktop.DBus`).
@@ -369,7 +401,7 @@ public final class Connection: @unchecked Sendable {
         let expired = pending.filter { $0.value.deadline <= now }
         for (serial, reply) in expired {
             pending[serial] = nil
-            reply.continuation.resume(throwing: DBusError(.noReply, "no reply within the time allowed"))
+            reply.complete(.failure(DBusError(.noReply, "no reply within the time allowed")))
         }
     }
 
@@ -380,9 +412,9 @@ public final class Connection: @unchecked Sendable {
             let serial = dbus_message_get_reply_serial(pointer)
             guard let reply = pending.removeValue(forKey: serial) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
             do {
-                reply.continuation.resume(returning: try handle.decode())
+                reply.complete(.success(try handle.decode()))
             } catch {
-                reply.continuation.resume(throwing: error)
+                reply.complete(.failure(error))
             }
             return DBUS_HANDLER_RESULT_HANDLED
         }
@@ -420,7 +452,7 @@ public final class Connection: @unchecked Sendable {
         let replies = pending
         pending = [:]
         for reply in replies.values {
-            reply.continuation.resume(throwing: DBusError.disconnected("the connection to the bus was closed"))
+            reply.complete(.failure(DBusError.disconnected("the connection to the bus was closed")))
         }
     }
 

@@ -1,0 +1,28 @@
+// The Traffic widget: a static traffic map of the region the Traffic app
+// left in settings.dict, 350 points high with zero margins (Info.plist); a
+// tap opens traffic://.
+import Foundation
+import PropertyList
+import TodayKit
+
+@main
+struct TrafficWidget: WidgetProviding {
+    func performUpdate(previous: Snapshot) async -> (UpdateResult, Snapshot) {
+        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.traffic") else {
+            return (.failed, previous)
+        }
+        let file = container.appendingPathComponent("settings.dict").path
+        guard FileManager.default.fileExists(atPath: file) else { return (.noData, previous) }
+        guard let settings = try? Plist.read(contentsOf: file), let lat = settings["lat"]?.double,
+            let lon = settings["lon"]?.double, let spn = settings["spn"]?.double
+        else {
+            return (.failed, previous)
+        }
+        let map = "https://static-maps.yandex.ru/1.x/?ll=\(lon),\(lat)&spn=\(spn),\(spn)&size=300,250&l=map,trf"
+        let snapshot = Snapshot(
+            title: "Traffic", subtitle: String(format: "%.4f, %.4f", lat, lon), body: map,
+            url: URL(string: "traffic://"), accessibilityLabel: "Traffic map around \(lat), \(lon)",
+            extra: ["image-url": .string(map)])
+        return (snapshot == previous ? .noData : .newData, snapshot)
+    }
+}

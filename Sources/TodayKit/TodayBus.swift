@@ -1,0 +1,106 @@
+import DBus
+import Foundation
+import Synchronization
+import PropertyList
+import TodayCore
+
+/// The one connection TodayKit uses, to the bus in
+/// DBUS_SESSION_BUS_ADDRESS, registered (RegisterApp) as this process's
+/// bundle the first time a call needs an identity.
+final class TodayBus: Sendable {
+    static let shared = TodayBus()
+
+    private let state = Mutex<(connection: Connection?, registered: Bool)>((nil, false))
+
+    func connection() throws -> Connection {
+        try state.withLock { state in
+            if let connection = state.connection, connection.isOpen { return connection }
+            guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {
+                throw TodayKitError.noBus
+            }
+            let connection = try Connection(address: address)
+            state = (connection, false)
+            return connection
+        }
+    }
+
+    /// The connection, registered as this process's bundle unless it is a
+    /// provider todayd started (todayd knows those by their process).
+    func registeredConnection() throws -> Connection {
+        let connection = try connection()
+        let needsRegistration = state.withLock { !$0.registered }
+        if needsRegistration {
+            if ProcessInfo.processInfo.environment["TODAY_WIDGET_ID"] == nil {
+                guard let id = TodayBundle.main.bundleIdentifier else { throw TodayKitError.unknownBundle }
+                do {
+                    try connection.callBlocking(
+                        Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName("RegisterApp"),
+                        [.string(id)])
+                } catch let error as DBusError where error.name.rawValue.hasSuffix(".AlreadyRegistered") {
+                    // Registered before (by another part of this process).
+                }
+            }
+            state.withLock { $0.registered = true }
+        }
+        return connection
+    }
+
+    @discardableResult
+    func center(_ member: String, _ arguments: [Value], registered: Bool = true) throws -> Message {
+        let connection = registered ? try registeredConnection() : try connection()
+        return try connection.callBlocking(
+            Today.busName, path: Today.managerPath, interface: Today.center.name,
+            member: MemberName(rawValue: member) ?? MemberName("Version"), arguments)
+    }
+}
+
+/// Why a TodayKit call could not be made.
+public enum TodayKitError: Error, CustomStringConvertible {
+    case noBus
+    case unknownBundle
+    case service(String)
+
+    public var description: String {
+        switch self {
+        case .noBus: "no session bus: DBUS_SESSION_BUS_ADDRESS is not set"
+        case .unknownBundle:
+            "cannot tell which bundle this process is: run it from inside its .app bundle, or set TODAY_BUNDLE_ID"
+        case .service(let message): message
+        }
+    }
+}
+
+/// The bundle this process runs from, like `Bundle.main`: the
+/// `Info.plist` next to the executable (an app) or, for a provider, the id
+/// todayd gave it. `TODAY_BUNDLE_ID` overrides both.
+public struct TodayBundle: Sendable {
+    public static let main = TodayBundle()
+
+    public let bundleIdentifier: String?
+    /// The bundle's folder (`…/AgostiniTech.app`), when the process runs from one.
+    public let bundlePath: String?
+
+    init() {
+        let environment = ProcessInfo.processInfo.environment
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        var folder = executable.deletingLastPathComponent()
+        var found: (String, String)?
+        for _ in 0..<3 {
+            let info = folder.appendingPathComponent("Info.plist").path
+            if let value = try? Plist.read(contentsOf: info), let id = value["CFBundleIdentifier"]?.string {
+                found = (id, folder.path)
+                break
+            }
+            folder = folder.deletingLastPathComponent()
+        }
+        bundleIdentifier = environment["TODAY_BUNDLE_ID"] ?? environment["TODAY_WIDGET_ID"] ?? found?.0
+        bundlePath = found?.1
+    }
+
+    /// A file inside the bundle, like `Bundle.main.path(forResource:ofType:)`.
+    public func path(forResource name: String, ofType type: String) -> String? {
+        guard let bundlePath else { return nil }
+        let path = bundlePath + "/" + name + (type.isEmpty ? "" : "." + type)
+        return FileManager.default.fileExists(atPath: path) ? path : nil
+    }
+}
