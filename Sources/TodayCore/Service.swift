@@ -429,23 +429,14 @@ public final class TodayService: Sendable {
             return await BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)))
                 .run(previous: previous)
         }
-        guard let declared = manifest.executable else { return .failed("no-provider") }
-        let executable: String
-        switch BundleCatalog.resolve(declared, inside: manifest.path) {
-        case .success(let path): executable = path
+        groups.prepareContainers(manifest.groups)
+        let provider: ExecProvider
+        switch ProviderRun.execProvider(manifest, directories: directories, environment: environment, busAddress: busAddress) {
+        case .success(let made): provider = made
         case .failure(let problem):
             log.warning("\(manifest.bundleIdentifier): \(problem)")
             return .failed("no-provider")
         }
-        groups.prepareContainers(manifest.groups)
-        var limits = ProviderLimits()
-        limits.timeout = .seconds(Int(manifest.updateTimeout))
-        limits.memory = manifest.memoryLimit
-        let provider = ExecProvider(
-            widgetID: manifest.bundleIdentifier, executable: executable,
-            container: directories.dataHome + "/todayd/containers/" + manifest.bundleIdentifier,
-            groupContainers: manifest.groups.map { ($0, groups.containerPath($0)) },
-            busAddress: busAddress, environment: environment, limits: limits)
         let id = manifest.bundleIdentifier
         return await slots.withSlot {
             await provider.run(previous: previous, running: providers) { [log] line in log.warning("\(id): \(line)") }

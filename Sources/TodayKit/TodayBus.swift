@@ -24,21 +24,20 @@ final class TodayBus: Sendable {
         }
     }
 
-    /// The connection, registered as this process's bundle unless it is a
-    /// provider todayd started (todayd knows those by their process).
+    /// The connection, registered as this process's bundle (a provider
+    /// todayd started is known by its process, and its RegisterApp is
+    /// answered AlreadyRegistered).
     func registeredConnection() throws -> Connection {
         let connection = try connection()
         let needsRegistration = state.withLock { !$0.registered }
         if needsRegistration {
-            if ProcessInfo.processInfo.environment["TODAY_WIDGET_ID"] == nil {
-                guard let id = TodayBundle.main.bundleIdentifier else { throw TodayKitError.unknownBundle }
-                do {
-                    try connection.callBlocking(
-                        Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName("RegisterApp"),
-                        [.string(id)])
-                } catch let error as DBusError where error.name.rawValue.hasSuffix(".AlreadyRegistered") {
-                    // Registered before (by another part of this process).
-                }
+            guard let id = TodayBundle.main.bundleIdentifier else { throw TodayKitError.unknownBundle }
+            do {
+                try connection.callBlocking(
+                    Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName("RegisterApp"),
+                    [.string(id)])
+            } catch let error as DBusError where error.name.rawValue.hasSuffix(".AlreadyRegistered") {
+                // A provider todayd started is known by its process already.
             }
             state.withLock { $0.registered = true }
         }

@@ -1,80 +1,82 @@
 import DBus
 import Foundation
+import Glibc
 import PropertyList
 import TodayCore
 
+let commands: [(name: String, usage: String, summary: String)] = [
+    ("list", "list", "the widgets, one per line: id, name, state"),
+    ("show", "show [WIDGET]", "the widgets as cards, as a panel would show them"),
+    ("update", "update WIDGET | update --all", "ask for fresh content now"),
+    ("has-content", "has-content WIDGET true|false --as BUNDLE", "say whether a widget has content (as the widget or its app)"),
+    ("open", "open URL", "open a URL in the app that handles it"),
+    ("resolve", "resolve URL", "which app would get a URL, launching nothing"),
+    ("defaults", "defaults GROUP get KEY | set KEY VALUE [--int|--real|--bool|--date|--data] | remove KEY | list  --as BUNDLE",
+     "read and write an app group's defaults"),
+    ("watch", "watch", "print changes as they happen, until interrupted"),
+    ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),
+    ("plist", "plist FILE [--to xml|binary|json]", "print a property list (XML by default)"),
+    ("run-provider", "run-provider WIDGET [--bundles DIR]…", "run a widget's provider once, outside todayd, with the same limits"),
+]
+
 let usage = """
-    usage: todayctl [--address ADDR] COMMAND …
+    usage: todayctl [--address ADDR] [--json] COMMAND …
 
-      list                              the widgets todayd serves, one per line
-      plist FILE [--to xml|binary|json] print a property list (XML by default)
-      lint PATH…                        check .app bundles, or folders of them, against the bundle rules;
-                                        one line per problem: `file: key: message`
+    \(commands.map { "  \($0.usage)\n      \($0.summary)" }.joined(separator: "\n"))
 
-    Exit status: 0 on success, 1 when the service or the file said no, 2 on bad usage.
+    Options for every command:
+      --address ADDR   the bus todayd serves on (default: DBUS_SESSION_BUS_ADDRESS)
+      --json           machine-readable output (docs/todayctl.md describes its shape)
+      --help           this text, or a command's own with `todayctl COMMAND --help`
+
+    Exit status: 0 on success, 1 when todayd (or a file) said no, 2 on bad usage.
     """
 
-func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("todayctl: \(message)\n".utf8))
-    exit(status)
-}
-
 var arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.isEmpty || arguments.contains("--help") || arguments.contains("-h") {
-    print(usage)
-    exit(arguments.isEmpty ? 2 : 0)
-}
 var address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
-if let index = arguments.firstIndex(of: "--address") {
-    guard index + 1 < arguments.count else { fail("--address needs a bus address\n\(usage)", status: 2) }
-    address = arguments[index + 1]
-    arguments.removeSubrange(index...index + 1)
+var json = false
+var help = false
+var rest: [String] = []
+var iterator = arguments.makeIterator()
+while let argument = iterator.next() {
+    switch argument {
+    case "--address":
+        guard let value = iterator.next() else {
+            FileHandle.standardError.write(Data("todayctl: --address needs a bus address\n".utf8))
+            exit(2)
+        }
+        address = value
+    case "--json": json = true
+    case "--help", "-h": help = true
+    default: rest.append(argument)
+    }
 }
 
-switch arguments.first {
-case "plist":
-    guard arguments.count == 2 || (arguments.count == 4 && arguments[2] == "--to") else {
-        fail("plist FILE [--to xml|binary|json]", status: 2)
+guard let name = rest.first else {
+    if help {
+        Out.line(usage)
+        exit(0)
     }
-    let format = arguments.count == 4 ? PlistFormat(rawValue: arguments[3]) : .xml
-    guard let format else { fail("--to takes xml, binary or json, not '\(arguments[3])'", status: 2) }
-    do {
-        let value = try Plist.read(contentsOf: arguments[1])
-        FileHandle.standardOutput.write(try Plist.write(value, format: format))
-    } catch {
-        fail("\(arguments[1]): \(error)", status: 1)
-    }
-case "lint":
-    let paths = Array(arguments.dropFirst())
-    guard !paths.isEmpty, !paths.contains(where: { $0.hasPrefix("-") }) else {
-        fail("lint PATH…: give .app bundles or folders of them", status: 2)
-    }
-    let (checked, problems) = BundleCatalog.lint(paths)
-    for problem in problems { print(problem) }
-    if problems.isEmpty { print("\(checked) bundle\(checked == 1 ? "" : "s") checked: no problems") }
-    exit(problems.isEmpty ? 0 : 1)
-case "list":
-    guard arguments.count == 1 else { fail("list takes no arguments", status: 2) }
-    guard let address, !address.isEmpty else {
-        fail("no bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR", status: 2)
-    }
-    do {
-        let connection = try Connection(address: address)
-        defer { connection.close() }
-        let reply = try await connection.call(
-            Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName("ListWidgets"))
-        for case .objectPath(let path) in reply.body.first?.elements ?? [] {
-            let all = try await connection.call(
-                Today.busName, path: path, interface: .properties, member: MemberName("GetAll"),
-                [.string(Today.widget.name.rawValue)])
-            let properties = all.body.first?.stringDictionary ?? [:]
-            print("\(properties["BundleIdentifier"]?.string ?? path.rawValue)\t\(properties["DisplayName"]?.string ?? "")")
-        }
-    } catch let error as DBusError {
-        fail(error.name == .serviceUnknown ? "todayd is not running on this bus: start it with `todayd`" : error.message, status: 1)
-    } catch {
-        fail("\(error)", status: 1)
-    }
-default:
-    fail("unknown command '\(arguments.first ?? "")'\n\(usage)", status: 2)
+    FileHandle.standardError.write(Data(usage.utf8 + Data("\n".utf8)))
+    exit(2)
+}
+guard let command = commands.first(where: { $0.name == name }) else {
+    FileHandle.standardError.write(Data("todayctl: unknown command '\(name)'\n\n\(usage)\n".utf8))
+    exit(2)
+}
+if help {
+    Out.line("usage: todayctl [--address ADDR] [--json] \(command.usage)\n\n\(command.summary).")
+    exit(0)
+}
+
+do {
+    try await run(command.name, Array(rest.dropFirst()), address: address, json: json)
+    exit(0)
+} catch let failure as Failure {
+    FileHandle.standardError.write(Data("todayctl: \(failure.message)\n".utf8))
+    if failure.status == 2 { FileHandle.standardError.write(Data("usage: todayctl \(command.usage)\n".utf8)) }
+    exit(failure.status)
+} catch {
+    FileHandle.standardError.write(Data("todayctl: \(error)\n".utf8))
+    exit(1)
 }

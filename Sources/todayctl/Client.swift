@@ -1,0 +1,82 @@
+import DBus
+import Foundation
+import PropertyList
+import TodayCore
+
+/// todayd as todayctl sees it: calls on a connection of its own.
+struct Client {
+    let connection: Connection
+
+    init(address: String?) throws {
+        guard let address, !address.isEmpty else {
+            throw Failure.usage("no bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR")
+        }
+        do {
+            connection = try Connection(address: address)
+        } catch {
+            throw Failure.refused("cannot connect to the bus at \(address): \(error)")
+        }
+    }
+
+    /// Runs a call, turning D-Bus errors into messages a person can act on.
+    static func attempt<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as DBusError {
+            if error.name == .serviceUnknown || error.name == .nameHasNoOwner {
+                throw Failure.refused("todayd is not running on this bus: start it with `todayd` (or pass --address)")
+            }
+            throw Failure.refused(error.message)
+        }
+    }
+
+    @discardableResult
+    func center(_ member: String, _ arguments: [Value] = [], timeout: Duration = .seconds(120)) async throws -> Message {
+        try await Self.attempt {
+            try await connection.call(
+                Today.busName, path: Today.managerPath, interface: Today.center.name,
+                member: MemberName(rawValue: member) ?? MemberName("Version"), arguments, timeout: timeout)
+        }
+    }
+
+    func register(as bundle: String) async throws {
+        try await center("RegisterApp", [.string(bundle)])
+    }
+
+    /// Widget ids in the panel's order.
+    func widgetIDs() async throws -> [String] {
+        let paths = try await center("ListWidgets").body.first?.elements ?? []
+        var ids: [String] = []
+        for case .objectPath(let path) in paths {
+            let id = try await properties(path)["BundleIdentifier"]?.string
+            ids.append(id ?? path.rawValue)
+        }
+        return ids
+    }
+
+    func properties(_ path: ObjectPath) async throws -> [String: Value] {
+        try await Self.attempt {
+            let reply = try await connection.call(
+                Today.busName, path: path, interface: .properties, member: MemberName("GetAll"), [.string(Today.widget.name.rawValue)])
+            return reply.body.first?.stringDictionary ?? [:]
+        }
+    }
+
+    func card(_ id: String) async throws -> WidgetCard {
+        guard BundleCatalog.isValidBundleID(id) else { throw Failure.usage("'\(id)' is not a widget id; `todayctl list` shows them") }
+        let values: [String: Value]
+        do {
+            values = try await properties(Today.widgetPath(id))
+        } catch let failure as Failure where failure.message.contains("no object") {
+            throw Failure.refused("no widget '\(id)' is installed; `todayctl list` shows those that are")
+        }
+        let snapshot = (try? values["Snapshot"].map(ValueMapping.plist)?.dictionary) ?? nil
+        return WidgetCard(
+            id: id, name: values["DisplayName"]?.string ?? id, hasContent: values["HasContent"]?.bool ?? true,
+            lastResult: values["LastResult"]?.string ?? "", lastFailure: values["LastFailure"]?.string ?? "",
+            lastUpdated: values["LastUpdated"]?.uint64 ?? 0, preferredHeight: values["PreferredHeight"]?.double ?? 0,
+            snapshot: snapshot ?? [:])
+    }
+
+    func close() { connection.close() }
+}

@@ -1,0 +1,402 @@
+import DBus
+import Foundation
+import Glibc
+import PropertyList
+import TodayCore
+
+func run(_ name: String, _ arguments: [String], address: String?, json: Bool) async throws {
+    switch name {
+    case "lint": try lint(arguments, json: json)
+    case "plist": try plist(arguments, json: json)
+    case "run-provider": try await runProvider(arguments, json: json)
+    default:
+        let client = try Client(address: address)
+        defer { client.close() }
+        switch name {
+        case "list": try await list(client, arguments, json: json)
+        case "show": try await show(client, arguments, json: json)
+        case "update": try await update(client, arguments, json: json)
+        case "has-content": try await hasContent(client, arguments, json: json)
+        case "open", "resolve": try await openOrResolve(client, name, arguments, json: json)
+        case "defaults": try await defaults(client, arguments, json: json)
+        case "watch": try await watch(client, arguments, json: json)
+        default: throw Failure.usage("unknown command '\(name)'")
+        }
+    }
+}
+
+/// Takes `--as BUNDLE` out of the arguments.
+func takeIdentity(_ arguments: inout [String]) throws -> String? {
+    guard let index = arguments.firstIndex(of: "--as") else { return nil }
+    guard index + 1 < arguments.count else { throw Failure.usage("--as needs a bundle id") }
+    let bundle = arguments[index + 1]
+    arguments.removeSubrange(index...index + 1)
+    return bundle
+}
+
+func cardValue(_ card: WidgetCard) -> PlistValue {
+    .dictionary([
+        "id": .string(card.id), "name": .string(card.name), "hasContent": .boolean(card.hasContent),
+        "lastResult": .string(card.lastResult), "lastFailure": .string(card.lastFailure),
+        "lastUpdated": .unsigned(card.lastUpdated), "snapshot": .dictionary(card.snapshot),
+    ])
+}
+
+// MARK: Widgets
+
+func list(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.isEmpty else { throw Failure.usage("list takes no arguments") }
+    var cards: [WidgetCard] = []
+    for id in try await client.widgetIDs() { cards.append(try await client.card(id)) }
+    if json {
+        Out.json(.array(cards.map { card in
+            var value = cardValue(card).dictionary ?? [:]
+            value["snapshot"] = nil
+            return .dictionary(value)
+        }))
+        return
+    }
+    for card in cards {
+        let state = card.lastResult.isEmpty ? "never updated" : card.lastResult + (card.lastFailure.isEmpty ? "" : " (\(card.lastFailure))")
+        Out.line([card.id, card.name, card.hasContent ? "content" : "no content", state].joined(separator: "\t"))
+    }
+}
+
+func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.count <= 1 else { throw Failure.usage("show takes at most one widget id") }
+    let ids = try arguments.isEmpty ? await client.widgetIDs() : arguments
+    var cards: [WidgetCard] = []
+    for id in ids { cards.append(try await client.card(id)) }
+    if json {
+        Out.json(.array(cards.map(cardValue)))
+        return
+    }
+    if cards.isEmpty {
+        Out.line("no widgets are installed; bundles go in ~/.local/share/todayd/bundles (see `todayctl lint`)")
+        return
+    }
+    var size = winsize()
+    let columns = Out.isTerminal && ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 72
+    let width = min(columns, 72)
+    // As a panel: widgets without content are left out unless asked for by id.
+    let shown = arguments.isEmpty ? cards.filter(\.hasContent) : cards
+    for (index, card) in shown.enumerated() {
+        if index > 0 { Out.line("") }
+        Out.line(Out.isTerminal ? card.framed(width: width) : card.plain(width: width))
+    }
+    let hidden = cards.count - shown.count
+    if hidden > 0 { Out.line("\n(\(hidden) widget\(hidden == 1 ? "" : "s") without content hidden; `todayctl show WIDGET` shows one)") }
+}
+
+func update(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.count == 1 else { throw Failure.usage("update needs one widget id, or --all") }
+    if arguments[0] != "--all" {
+        let id = arguments[0]
+        guard BundleCatalog.isValidBundleID(id) else { throw Failure.usage("'\(id)' is not a widget id") }
+        let result = try await client.center("PerformUpdate", [.string(id)]).body.first?.string ?? ""
+        let card = try await client.card(id)
+        if json {
+            Out.json(.dictionary(["id": .string(id), "result": .string(result), "failure": .string(card.lastFailure)]))
+        } else {
+            Out.line(result == "failed" ? "\(id): failed: \(card.lastFailure)" : "\(id): \(result)")
+        }
+        if result == "failed" { throw Failure(message: "the update of \(id) failed: \(card.lastFailure)", status: 1) }
+        return
+    }
+    // Each widget with content, concurrently, reported as it finishes.
+    var ids: [String] = []
+    for id in try await client.widgetIDs() where try await client.card(id).hasContent { ids.append(id) }
+    let total = ids.count
+    var results: [(String, String)] = []
+    try await withThrowingTaskGroup(of: (String, String).self) { group in
+        for id in ids {
+            group.addTask { (id, try await client.center("PerformUpdate", [.string(id)]).body.first?.string ?? "") }
+        }
+        for try await (id, result) in group {
+            results.append((id, result))
+            if !json { Out.line("[\(results.count)/\(total)] \(id): \(result)") }
+        }
+    }
+    if json { Out.json(.dictionary(PlistDictionary(results.sorted { $0.0 < $1.0 }.map { ($0.0, PlistValue.string($0.1)) }))) }
+    if total == 0 && !json { Out.line("no widget has content to update") }
+    let failed = results.filter { $0.1 == "failed" }.count
+    if failed > 0 { throw Failure(message: "\(failed) of \(total) updates failed; `todayctl list` shows why", status: 1) }
+}
+
+func hasContent(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    var arguments = arguments
+    let bundle = try takeIdentity(&arguments)
+    guard arguments.count == 2, let flag = ["true": true, "false": false, "yes": true, "no": false][arguments[1]] else {
+        throw Failure.usage("has-content needs a widget id and true or false")
+    }
+    guard let bundle else { throw Failure.usage("has-content needs --as BUNDLE: the widget itself or its container app") }
+    try await client.register(as: bundle)
+    try await client.center("SetHasContent", [.boolean(flag), .string(arguments[0])])
+    if json {
+        Out.json(.dictionary(["id": .string(arguments[0]), "hasContent": .boolean(flag)]))
+    } else {
+        Out.line("\(arguments[0]): \(flag ? "has content" : "has no content")")
+    }
+}
+
+func openOrResolve(_ client: Client, _ command: String, _ arguments: [String], json: Bool) async throws {
+    guard arguments.count == 1 else { throw Failure.usage("\(command) needs one URL") }
+    let url = arguments[0]
+    let reply = command == "open"
+        ? try await client.center("OpenURL", [.string(url), .vardict([])])
+        : try await client.center("ResolveURL", [.string(url)])
+    let handler = reply.body.first?.string ?? ""
+    if json {
+        Out.json(.dictionary(["url": .string(url), "handler": .string(handler)]))
+    } else {
+        Out.line(command == "open" ? "opened in \(handler)" : handler)
+    }
+}
+
+// MARK: Groups
+
+func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    var arguments = arguments
+    let bundle = try takeIdentity(&arguments)
+    guard arguments.count >= 2 else { throw Failure.usage("defaults needs a group id and get, set, remove or list") }
+    let group = arguments[0]
+    guard BundleCatalog.isValidGroupID(group) else { throw Failure.usage("'\(group)' is not a group id (group.…)") }
+    guard let bundle else { throw Failure.usage("defaults needs --as BUNDLE: a bundle entitled to \(group)") }
+    try await client.register(as: bundle)
+    let path = Today.groupPath(group)
+    func call(_ member: String, _ values: [Value]) async throws -> Message {
+        try await Client.attempt {
+            try await client.connection.call(
+                Today.busName, path: path, interface: Today.group.name, member: MemberName(rawValue: member) ?? MemberName("Get"), values)
+        }
+    }
+    let verb = arguments[1]
+    let operands = Array(arguments.dropFirst(2))
+    switch verb {
+    case "get":
+        guard operands.count == 1 else { throw Failure.usage("defaults GROUP get KEY") }
+        let value = try ValueMapping.plist(try await call("Get", [.string(operands[0])]).body.first ?? .string(""))
+        if json {
+            Out.json(.dictionary(["key": .string(operands[0]), "value": value]))
+        } else {
+            Out.line(describe(value))
+        }
+    case "list":
+        guard operands.isEmpty else { throw Failure.usage("defaults GROUP list") }
+        let value = try ValueMapping.plist(try await call("GetAll", []).body.first ?? .vardict([]))
+        if json {
+            Out.json(value)
+        } else {
+            for (key, item) in value.dictionary ?? [:] { Out.line("\(key)\t\(describe(item))") }
+        }
+    case "remove":
+        guard operands.count == 1 else { throw Failure.usage("defaults GROUP remove KEY") }
+        _ = try await call("Remove", [.string(operands[0])])
+        if json { Out.json(.dictionary(["key": .string(operands[0]), "removed": .boolean(true)])) }
+    case "set":
+        let types = ["--int", "--real", "--bool", "--date", "--data", "--string"]
+        let type = operands.first(where: { types.contains($0) }) ?? "--string"
+        let plain = operands.filter { !types.contains($0) }
+        guard plain.count == 2, operands.filter({ types.contains($0) }).count <= 1 else {
+            throw Failure.usage("defaults GROUP set KEY VALUE [--int|--real|--bool|--date|--data]")
+        }
+        let value = try typedValue(plain[1], type)
+        _ = try await call("Set", [.string(plain[0]), .variant(ValueMapping.dbus(value, typedArrays: false))])
+        if json { Out.json(.dictionary(["key": .string(plain[0]), "value": value])) }
+    default:
+        throw Failure.usage("defaults takes get, set, remove or list, not '\(verb)'")
+    }
+}
+
+/// A value typed on the command line.
+func typedValue(_ text: String, _ type: String) throws -> PlistValue {
+    switch type {
+    case "--int":
+        guard let value = Int64(text) else { throw Failure.usage("'\(text)' is not an integer") }
+        return .integer(value)
+    case "--real":
+        guard let value = Double(text), value.isFinite else { throw Failure.usage("'\(text)' is not a real number") }
+        return .real(value)
+    case "--bool":
+        guard let value = ["true": true, "false": false, "yes": true, "no": false, "1": true, "0": false][text.lowercased()] else {
+            throw Failure.usage("'\(text)' is not true or false")
+        }
+        return .boolean(value)
+    case "--date":
+        if let seconds = Double(text) { return .date(Date(timeIntervalSince1970: seconds)) }
+        guard let date = ISO8601DateFormatter().date(from: text) else {
+            throw Failure.usage("'\(text)' is not a date: give ISO 8601 (2026-11-29T12:00:00Z) or seconds since the epoch")
+        }
+        return .date(date)
+    case "--data":
+        if text.hasPrefix("@") {
+            guard let data = FileManager.default.contents(atPath: String(text.dropFirst())) else {
+                throw Failure.refused("cannot read \(text.dropFirst())")
+            }
+            return .data(data)
+        }
+        guard let data = Data(base64Encoded: text) else { throw Failure.usage("'\(text)' is not base64; give @FILE to read a file") }
+        return .data(data)
+    default:
+        return .string(text)
+    }
+}
+
+func describe(_ value: PlistValue) -> String {
+    switch value {
+    case .string(let s): s
+    case .data(let d): "<\(d.count) bytes: \(d.prefix(16).map { String(format: "%02x", $0) }.joined())\(d.count > 16 ? "…" : "")>"
+    case .date(let d): ISO8601DateFormatter().string(from: d)
+    case .array, .dictionary: JSONOutput.text(value, compact: true)
+    default: JSONOutput.text(value, compact: true)
+    }
+}
+
+// MARK: Watching
+
+func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.isEmpty else { throw Failure.usage("watch takes no arguments") }
+    let events = AsyncStream<Message>.makeStream()
+    let connection = client.connection
+    for rule in [
+        MatchRule(sender: Today.busName.rawValue, interface: .properties, member: MemberName("PropertiesChanged")),
+        MatchRule(sender: Today.busName.rawValue, interface: Today.widget.name, member: MemberName("Updated")),
+        MatchRule(sender: Today.busName.rawValue, interface: .objectManager),
+    ] {
+        _ = try await Client.attempt { try await connection.subscribe(rule) { events.continuation.yield($0) } }
+    }
+    // The bus gives the rules above the unique name; match on that too.
+    let owner = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
+    let unique = owner.body.first?.string ?? ""
+    for rule in [
+        MatchRule(sender: unique, interface: .properties, member: MemberName("PropertiesChanged")),
+        MatchRule(sender: unique, interface: Today.widget.name, member: MemberName("Updated")),
+        MatchRule(sender: unique, interface: .objectManager),
+    ] {
+        try await connection.subscribe(rule, addToBus: false) { events.continuation.yield($0) }
+    }
+    connection.onDisconnect { events.continuation.finish() }
+    if !json { Out.line("watching todayd (Ctrl-C to stop)") }
+    var seen = Set<UInt32>()
+    for await message in events.stream {
+        guard seen.insert(message.serial).inserted else { continue }
+        let path = message.path?.rawValue ?? ""
+        let object = path.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? path
+        switch message.member {
+        case "PropertiesChanged":
+            let changed = message.body.count > 1 ? message.body[1].stringDictionary ?? [:] : [:]
+            let values = (try? ValueMapping.plist(.vardict(changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))) ?? .dictionary([:])
+            if json {
+                Out.json(.dictionary(["event": .string("changed"), "object": .string(object), "properties": values]), compact: true)
+            } else {
+                let text = (values.dictionary ?? [:]).map { key, value in
+                    key == "Snapshot" ? "Snapshot=\(Snapshot(value).summary)" : "\(key)=\(describe(value))"
+                }
+                Out.line("\(timestamp()) \(object): " + text.joined(separator: " "))
+            }
+        case "Updated":
+            let result = message.body.first?.string ?? ""
+            if json {
+                Out.json(.dictionary(["event": .string("updated"), "object": .string(object), "result": .string(result)]), compact: true)
+            } else {
+                Out.line("\(timestamp()) \(object): updated: \(result)")
+            }
+        case "InterfacesAdded", "InterfacesRemoved":
+            let target = message.body.first?.string ?? ""
+            let id = target.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? target
+            let event = message.member == "InterfacesAdded" ? "added" : "removed"
+            if json {
+                Out.json(.dictionary(["event": .string(event), "object": .string(id)]), compact: true)
+            } else {
+                Out.line("\(timestamp()) \(id): \(event)")
+            }
+        default: continue
+        }
+    }
+    throw Failure.refused("the connection to the bus was lost")
+}
+
+func timestamp() -> String {
+    let formatter = DateFormatter()
+    formatter.dateFormat = "HH:mm:ss"
+    return formatter.string(from: Date())
+}
+
+/// A snapshot in a few words, for `watch`.
+struct Snapshot {
+    let value: PlistValue
+    init(_ value: PlistValue) { self.value = value }
+    var summary: String {
+        guard let d = value.dictionary, !d.isEmpty else { return "{}" }
+        if let title = d["title"]?.string { return "\"\(title)\" (\(d.count) keys)" }
+        return "(\(d.count) keys)"
+    }
+}
+
+// MARK: Files
+
+func lint(_ paths: [String], json: Bool) throws {
+    guard !paths.isEmpty, !paths.contains(where: { $0.hasPrefix("-") }) else {
+        throw Failure.usage("lint needs .app bundles or folders of them")
+    }
+    let (checked, problems) = BundleCatalog.lint(paths)
+    if json {
+        Out.json(.dictionary([
+            "checked": .integer(Int64(checked)),
+            "problems": .array(problems.map { .dictionary(["file": .string($0.file), "key": .string($0.key), "message": .string($0.message)]) }),
+        ]))
+    } else {
+        for problem in problems { Out.line(problem.description) }
+        if problems.isEmpty { Out.line("\(checked) bundle\(checked == 1 ? "" : "s") checked: no problems") }
+    }
+    if !problems.isEmpty { throw Failure(message: "\(problems.count) problem\(problems.count == 1 ? "" : "s") found", status: 1) }
+}
+
+func plist(_ arguments: [String], json: Bool) throws {
+    guard arguments.count == 1 || (arguments.count == 3 && arguments[1] == "--to") else {
+        throw Failure.usage("plist FILE [--to xml|binary|json]")
+    }
+    let format = json ? .json : arguments.count == 3 ? PlistFormat(rawValue: arguments[2]) : .xml
+    guard let format else { throw Failure.usage("--to takes xml, binary or json, not '\(arguments[2])'") }
+    do {
+        let value = try Plist.read(contentsOf: arguments[0])
+        FileHandle.standardOutput.write(try Plist.write(value, format: format))
+    } catch {
+        throw Failure.refused("\(arguments[0]): \(error)")
+    }
+}
+
+// MARK: Providers
+
+func runProvider(_ arguments: [String], json: Bool) async throws {
+    var arguments = arguments
+    var folders: [String] = []
+    while let index = arguments.firstIndex(of: "--bundles") {
+        guard index + 1 < arguments.count else { throw Failure.usage("--bundles needs a folder") }
+        folders.append(URL(fileURLWithPath: arguments[index + 1]).standardizedFileURL.path)
+        arguments.removeSubrange(index...index + 1)
+    }
+    guard arguments.count == 1 else { throw Failure.usage("run-provider needs one widget id") }
+    let id = arguments[0]
+    let environment = ProcessInfo.processInfo.environment
+    let directories = Directories(environment: environment, extraBundleFolders: folders)
+    let catalog = BundleCatalog.scan(directories.bundleFolders)
+    guard let manifest = catalog.widgets.first(where: { $0.bundleIdentifier == id }) else {
+        let problems = catalog.problems.filter { $0.file.contains(id) || $0.message.contains(id) }
+        let hint = problems.isEmpty ? "" : "; \(problems.map(\.description).joined(separator: "; "))"
+        throw Failure.refused("no widget '\(id)' in \(directories.bundleFolders.joined(separator: ", "))\(hint)")
+    }
+    let outcome = await ProviderRun.once(manifest, directories: directories, environment: environment) { line in
+        FileHandle.standardError.write(Data("\(id): \(line)\n".utf8))
+    }
+    var answer: PlistDictionary = ["result": .string(outcome.result)]
+    if case .failed(let reason) = outcome { answer["failure"] = .string(reason) }
+    if case .newData(let snapshot) = outcome { answer["snapshot"] = .dictionary(snapshot) }
+    if json {
+        Out.json(.dictionary(answer))
+    } else {
+        Out.line("result: \(outcome.result)\(outcome.failure.isEmpty ? "" : " (\(outcome.failure))")")
+        if case .newData(let snapshot) = outcome { Out.line(JSONOutput.text(.dictionary(snapshot))) }
+    }
+    if outcome.result == "failed" { throw Failure(message: "the provider failed: \(outcome.failure)", status: 1) }
+}
