@@ -5,7 +5,7 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release test bench fuzz run clean
+.PHONY: all deps build release examples test bench fuzz run demo clean
 FUZZ_SECONDS ?= 600
 TEST_FUZZ_SECONDS ?= 20
 
@@ -20,11 +20,16 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+# The example bundles, with executables built from Examples/.
+examples: deps
+	$(SWIFT) build -c $(CONFIG)
+	scripts/assemble-examples .build/examples $(BUILD)
+
 # The whole suite. Tests start their own dbus-daemon and stop it.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) build --product todayd
-	$(SWIFT) build --product todayctl
+	$(SWIFT) build
+	scripts/assemble-examples .build/examples .build/debug
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 	scripts/fuzz $(TEST_FUZZ_SECONDS)
 
@@ -43,10 +48,14 @@ bench: deps release
 	scripts/bench-bundles $(BENCH_OUT) .build/release
 
 # The daemon on a bus of its own, serving the example bundles.
-run: deps
-	$(SWIFT) build --product todayd
-	$(SWIFT) build --product todayctl
-	.build/debug/todayd --private-bus --verbose --bundles data/examples
+run: examples
+	$(BUILD)/todayd --private-bus --verbose --bundles .build/examples
+
+# The whole loop, from a fresh machine: examples installed, apps run,
+# widgets updated and shown, a tap reaching the app.
+demo: deps
+	$(SWIFT) build -c release
+	scripts/demo .build/release
 
 clean:
 	$(SWIFT) package clean
