@@ -7,7 +7,9 @@ import TestSupport
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let todayd = root.appendingPathComponent(".build/debug/todayd").path
-    static let examples = root.appendingPathComponent("data/examples").path
+    /// The example bundles as `make test` assembles them (manifests from
+    /// data/examples, executables from Examples/).
+    static let examples = root.appendingPathComponent(".build/examples").path
 }
 
 /// The real todayd binary on a private bus, with an XDG tree of its own
