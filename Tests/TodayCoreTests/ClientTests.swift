@@ -189,4 +189,23 @@ import Testing
         let gone = try await run(["env", "-i", "DBUS_SESSION_BUS_ADDRESS=" + daemon.address, Self.todayctl, "--address", "unix:path=/nonexistent", "list"])
         #expect(gone.status == 1)
     }
+
+    /// docs/examples/today-applet.py runs as the applet guide shows.
+    @Test func theDocsAppletRuns() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let env = ["env", "-i"] + environment(daemon).map { "\($0.key)=\($0.value)" }
+        try await run(env + [Paths.examples + "/AgostiniTech.app/agostini-tech"])
+        let applet = try await run(env + ["/usr/bin/python3", Paths.root.appendingPathComponent("docs/examples/today-applet.py").path, "1"])
+        #expect(applet.output == """
+            [Latest Post] (no snapshot yet)
+            [Traffic] (no snapshot yet)
+            update com.e-legion.Traffic.Widget: no-data
+            update tech.agostini.app.LatestPost: new-data
+            changed: tech_2eagostini_2eapp_2eLatestPost -> Creating Today Widgets
+
+            """, "\(applet.error)")
+    }
 }
