@@ -5,7 +5,9 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release examples test bench fuzz run demo clean
+.PHONY: all deps build release examples test bench fuzz run demo install deb interfaces clean
+PREFIX ?= /usr/local
+DESTDIR ?=
 FUZZ_SECONDS ?= 600
 TEST_FUZZ_SECONDS ?= 20
 
@@ -31,6 +33,8 @@ test: deps
 	$(SWIFT) build
 	scripts/assemble-examples .build/examples .build/debug
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
+	$(MAKE) deb
+	scripts/check-deb .build/deb/todayd_*.deb .build/examples
 	scripts/fuzz $(TEST_FUZZ_SECONDS)
 
 # libFuzzer targets for the property-list readers, FUZZ_SECONDS each.
@@ -56,6 +60,23 @@ run: examples
 demo: deps
 	$(SWIFT) build -c release
 	scripts/demo .build/release
+
+# Binaries, the systemd user unit, the D-Bus activation file, the interface
+# XML, man pages, bash completion and docs, under $(DESTDIR)$(PREFIX).
+install: release
+	scripts/install .build/release $(PREFIX) $(DESTDIR)
+
+# A Debian package in .build/deb, its binaries linked with the Swift
+# standard library statically.
+deb: deps
+	$(SWIFT) build -c release --static-swift-stdlib --product todayd
+	$(SWIFT) build -c release --static-swift-stdlib --product todayctl
+	rm -rf .build/deb
+	scripts/build-deb .build/release .build/deb
+
+# data/dbus/io.github.todayd.Today1.xml from the interfaces as declared.
+interfaces: build
+	$(BUILD)/todayd --print-interfaces > data/dbus/io.github.todayd.Today1.xml
 
 clean:
 	$(SWIFT) package clean

@@ -16,9 +16,13 @@ public final class BusDaemon: Sendable {
     /// Starts the daemon and waits for its address. With `serviceFolders`,
     /// the bus activates the services whose `.service` files are there
     /// (and only those).
-    public init(executable: String = "/usr/bin/dbus-daemon", serviceFolders: [String]? = nil) throws {
+    /// `environment` is the daemon's, and so that of the services it starts.
+    public init(
+        executable: String = "/usr/bin/dbus-daemon", serviceFolders: [String]? = nil, environment: [String: String]? = nil
+    ) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
+        if let environment { process.environment = environment }
         var configFolder: String?
         if let serviceFolders {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bus-\(UUID().uuidString)")

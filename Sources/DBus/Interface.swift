@@ -9,12 +9,17 @@ public struct Interface: Sendable {
     public let methods: [Method]
     public let properties: [Property]
     public let signals: [Signal]
+    /// What the interface is for, as a comment in the introspection XML.
+    public let doc: String
 
-    public init(_ name: InterfaceName, methods: [Method] = [], properties: [Property] = [], signals: [Signal] = []) {
+    public init(
+        _ name: InterfaceName, methods: [Method] = [], properties: [Property] = [], signals: [Signal] = [], doc: String = ""
+    ) {
         self.name = name
         self.methods = methods
         self.properties = properties
         self.signals = signals
+        self.doc = doc
     }
 
     public func method(named name: String) -> Method? { methods.first { $0.name.rawValue == name } }
@@ -39,9 +44,11 @@ public struct Method: Sendable {
     /// The signature a call must carry.
     public let inputSignature: String
     public let outputSignature: String
+    public let doc: String
 
-    public init(_ name: MemberName, in inputs: [Argument] = [], out outputs: [Argument] = []) {
+    public init(_ name: MemberName, in inputs: [Argument] = [], out outputs: [Argument] = [], doc: String = "") {
         self.name = name
+        self.doc = doc
         self.inputs = inputs
         self.outputs = outputs
         self.inputSignature = inputs.map(\.type.signature).joined()
@@ -52,9 +59,11 @@ public struct Method: Sendable {
 public struct Signal: Sendable {
     public let name: MemberName
     public let arguments: [Argument]
-    public init(_ name: MemberName, _ arguments: [Argument] = []) {
+    public let doc: String
+    public init(_ name: MemberName, _ arguments: [Argument] = [], doc: String = "") {
         self.name = name
         self.arguments = arguments
+        self.doc = doc
     }
 }
 
@@ -77,9 +86,11 @@ public struct Property: Sendable {
     public let type: DBusType
     public let access: Access
     public let changeSignal: ChangeSignal
+    public let doc: String
 
-    public init(_ name: String, _ type: DBusType, access: Access = .read, changeSignal: ChangeSignal = .emits) {
+    public init(_ name: String, _ type: DBusType, access: Access = .read, changeSignal: ChangeSignal = .emits, doc: String = "") {
         self.name = name
+        self.doc = doc
         self.type = type
         self.access = access
         self.changeSignal = changeSignal
@@ -142,9 +153,10 @@ extension Interface {
 extension Interface {
     /// This interface as an `<interface>` element of introspection XML.
     public func introspectionXML(indent: String = " ") -> String {
-        var xml = "\(indent)<interface name=\"\(name.rawValue)\">\n"
+        var xml = Interface.comment(doc, indent: indent) + "\(indent)<interface name=\"\(name.rawValue)\">\n"
         let inner = indent + " "
         for method in methods {
+            xml += Interface.comment(method.doc, indent: inner)
             let arguments =
                 method.inputs.map { ($0, "in") } + method.outputs.map { ($0, "out") }
             if arguments.isEmpty {
@@ -159,6 +171,7 @@ extension Interface {
             xml += "\(inner)</method>\n"
         }
         for signal in signals {
+            xml += Interface.comment(signal.doc, indent: inner)
             if signal.arguments.isEmpty {
                 xml += "\(inner)<signal name=\"\(signal.name.rawValue)\"/>\n"
                 continue
@@ -170,6 +183,7 @@ extension Interface {
             xml += "\(inner)</signal>\n"
         }
         for property in properties {
+            xml += Interface.comment(property.doc, indent: inner)
             xml +=
                 "\(inner)<property name=\"\(property.name)\" type=\"\(Interface.escape(property.type.signature))\" access=\"\(property.access.rawValue)\">\n"
             xml +=
@@ -178,6 +192,15 @@ extension Interface {
         }
         xml += "\(indent)</interface>\n"
         return xml
+    }
+
+    /// `doc` as an XML comment, one line per line; nothing when empty.
+    static func comment(_ doc: String, indent: String) -> String {
+        guard !doc.isEmpty else { return "" }
+        let safe = doc.replacingOccurrences(of: "--", with: "- -")
+        return safe.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line in
+            indent + (index == 0 ? "<!-- " : "     ") + line
+        }.joined(separator: "\n") + " -->\n"
     }
 
     static func escape(_ text: String) -> String {

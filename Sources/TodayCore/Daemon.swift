@@ -10,10 +10,12 @@ public enum Daemon {
         public var replace = false
         public var verbose = false
         public var privateBus = false
+        public var printInterfaces = false
     }
 
     public static let usage = """
         usage: todayd [--address ADDR] [--bundles DIR]... [--replace] [--verbose] [--private-bus]
+               todayd --print-interfaces
 
         Serves io.github.todayd.Today1 on the session bus (or ADDR).
           --address ADDR   the bus to serve on, instead of DBUS_SESSION_BUS_ADDRESS
@@ -21,6 +23,7 @@ public enum Daemon {
           --replace        take the name over from a running todayd
           --verbose        log every change
           --private-bus    start a dbus-daemon of its own, print DBUS_SESSION_BUS_ADDRESS=…, serve there
+          --print-interfaces  print the introspection XML of every interface and exit
         """
 
     public enum UsageError: Error, CustomStringConvertible {
@@ -44,6 +47,7 @@ public enum Daemon {
             case "--replace": options.replace = true
             case "--verbose": options.verbose = true
             case "--private-bus": options.privateBus = true
+            case "--print-interfaces": options.printInterfaces = true
             default: throw UsageError.bad("unknown argument '\(argument)'")
             }
         }
@@ -56,6 +60,10 @@ public enum Daemon {
     /// Runs the daemon until SIGTERM, SIGINT or the loss of its bus or name.
     /// Returns the exit status.
     public static func run(_ options: Options, environment: [String: String]) async -> Int32 {
+        if options.printInterfaces {
+            FileHandle.standardOutput.write(Data(Today.interfaceXML.utf8))
+            return 0
+        }
         let log = Logger(verbose: options.verbose)
         var privateBus: BusDaemon?
         let address: String
