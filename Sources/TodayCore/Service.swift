@@ -33,6 +33,8 @@ public final class TodayService: Sendable {
         var stopping = false
         /// Widgets whose record changed since it was last written.
         var unsaved: Set<String> = []
+        /// Update calls each connection has waiting for an answer.
+        var pendingCalls: [String: Int] = [:]
         var flush: Task<Void, Never>?
     }
 
@@ -84,10 +86,13 @@ public final class TodayService: Sendable {
                     return []
                 },
                 "PerformUpdate": { call in
-                    [.string(try await service().performUpdate(try Self.widgetID(call.arguments[0])))]
+                    let service = try service()
+                    let id = try Self.widgetID(call.arguments[0])
+                    return try await service.limitingCalls(of: call.sender) { [.string(try await service.performUpdate(id))] }
                 },
-                "UpdateAll": { _ in
-                    let results = try await service().updateAll()
+                "UpdateAll": { call in
+                    let service = try service()
+                    let results = try await service.limitingCalls(of: call.sender) { await service.updateAll() }
                     return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0), .string($0.1)) })]
                 },
                 "SetHasContent": { call in
@@ -234,9 +239,9 @@ public final class TodayService: Sendable {
                     let object = ExportedInterface(
                         Today.widget, properties: Self.properties(of: data, at: now),
                         methods: [
-                            "PerformUpdate": { [weak self] _ in
+                            "PerformUpdate": { [weak self] call in
                                 guard let self else { throw DBusError.failed("todayd is shutting down") }
-                                return [.string(try await self.performUpdate(id))]
+                                return try await self.limitingCalls(of: call.sender) { [.string(try await self.performUpdate(id))] }
                             },
                             "Activate": { [weak self] call in
                                 guard let self else { throw DBusError.failed("todayd is shutting down") }
@@ -324,6 +329,29 @@ public final class TodayService: Sendable {
     }
 
     // MARK: Updates
+
+    /// Update calls one connection may have waiting at once; past it,
+    /// LimitsExceeded, so one client cannot pile up work for everyone.
+    public static let maximumPendingCalls = 64
+
+    func limitingCalls<T: Sendable>(of sender: String, _ body: () async throws -> T) async throws -> T {
+        let admitted = state.withLock { state -> Bool in
+            let count = state.pendingCalls[sender, default: 0]
+            guard count < Self.maximumPendingCalls else { return false }
+            state.pendingCalls[sender] = count + 1
+            return true
+        }
+        guard admitted else {
+            throw DBusError(.limitsExceeded, "this connection already waits for \(Self.maximumPendingCalls) updates; wait for their answers first")
+        }
+        defer {
+            state.withLock { state in
+                let count = state.pendingCalls[sender, default: 1] - 1
+                state.pendingCalls[sender] = count > 0 ? count : nil
+            }
+        }
+        return try await body()
+    }
 
     /// Runs the widget's provider, or joins the run already going, and
     /// publishes the outcome.

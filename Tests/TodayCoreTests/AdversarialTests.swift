@@ -1,0 +1,116 @@
+import DBus
+import Foundation
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// The fast part of the adversarial suite: hostile calls against the real
+/// daemon, each answered with its error name, nothing unanswered.
+@Suite struct AdversarialTests {
+    static func residentKiB(_ pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    @Test func everyErrorHasItsName() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let widget = Today.widgetPath("tech.agostini.app.LatestPost")
+        let cases: [(ObjectPath, InterfaceName?, String, [Value], String)] = [
+            (ObjectPath("/io/github/todayd/Today1/nothing"), Today.center.name, "ListWidgets", [], "UnknownObject"),
+            (Today.managerPath, InterfaceName("io.github.todayd.Today1.Nope"), "ListWidgets", [], "UnknownInterface"),
+            (Today.managerPath, Today.center.name, "Nope", [], "UnknownMethod"),
+            (Today.managerPath, Today.center.name, "PerformUpdate", [.int32(1)], "InvalidArgs"),
+            (Today.managerPath, Today.center.name, "PerformUpdate", [], "InvalidArgs"),
+            (widget, .properties, "Get", [.string(Today.widget.name.rawValue), .string("Nope")], "UnknownProperty"),
+            (widget, .properties, "Set", [.string(Today.widget.name.rawValue), .string("HasContent"), .variant(.boolean(false))], "PropertyReadOnly"),
+            (Today.managerPath, Today.center.name, "GroupObject", [.string("group.nobody.has.this")], "NotRegistered"),
+            (Today.managerPath, Today.center.name, "OpenURL", [.string("::"), .vardict([])], "InvalidURL"),
+        ]
+        for (path, interface, member, arguments, expected) in cases {
+            do {
+                try await client.call(Today.busName, path: path, interface: interface, member: MemberName(rawValue: member) ?? MemberName("X"), arguments, timeout: .seconds(5))
+                Issue.record("\(member) on \(path.rawValue) succeeded")
+            } catch let error as DBusError {
+                #expect(error.name.rawValue.hasSuffix("." + expected), "\(member): \(error)")
+                #expect(!error.message.isEmpty)
+            }
+        }
+    }
+
+    @Test func hugeArgumentsAreRefusedWithoutGrowing() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let huge = String(repeating: "a", count: 1 << 20)
+        let many = Value.strings((0..<100_000).map { "w\($0)" })
+        func attempt(_ arguments: [Value], member: String = "PerformUpdate") async -> String {
+            do {
+                try await client.center(member, arguments)
+                return ""
+            } catch let error as DBusError {
+                return error.name.rawValue
+            } catch {
+                return "\(error)"
+            }
+        }
+        // Warm up (the allocator keeps what it needed once), then measure.
+        for _ in 0..<5 {
+            _ = await attempt([.string(huge)])
+            _ = await attempt([many])
+            _ = await attempt([.string(huge)], member: "RegisterApp")
+            _ = await attempt([.string("agostiniTech://" + huge)], member: "ResolveURL")
+        }
+        let before = Self.residentKiB(daemon.process.processIdentifier)
+        for _ in 0..<20 {
+            #expect(await attempt([.string(huge)]) == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(await attempt([many]) == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(await attempt([.string(huge)], member: "RegisterApp") == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(await attempt([.string("agostiniTech://" + huge)], member: "ResolveURL") == "io.github.todayd.Today1.Error.InvalidURL")
+        }
+        let after = Self.residentKiB(daemon.process.processIdentifier)
+        #expect(after - before < 4 * 1024, "resident size grew from \(before) KiB to \(after) KiB")
+    }
+
+    @Test func pendingUpdatesPerConnectionAreCapped() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Slow", widgets: [.init(name: "W", script: "sleep 2\n" + WidgetUpdateTests.newData)])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let other = try Connection(address: daemon.address)
+        defer { other.close() }
+        let outcomes = Locked<[String: Int]>([:])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<300 {
+                group.addTask {
+                    var outcome = "new-data"
+                    do {
+                        try await client.center("PerformUpdate", [.string("org.example.Slow.W")], timeout: .seconds(20))
+                    } catch let error as DBusError {
+                        outcome = error.name.rawValue
+                    }
+                    outcomes.withLock { $0[outcome, default: 0] += 1 }
+                }
+            }
+            // Meanwhile another client is served at once.
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(300))
+                let start = ContinuousClock.now
+                _ = try await other.property("org.example.Slow.W", "LastResult")
+                let reply = try await other.center("ListWidgets")
+                #expect(reply.body.first?.elements?.count == 1)
+                #expect(ContinuousClock.now - start < .seconds(1))
+                #expect(try await other.center("PerformUpdate", [.string("org.example.Slow.W")]).body == [.string("new-data")])
+            }
+            try await group.waitForAll()
+        }
+        #expect(outcomes.value == ["new-data": TodayService.maximumPendingCalls, "org.freedesktop.DBus.Error.LimitsExceeded": 300 - TodayService.maximumPendingCalls])
+    }
+}
