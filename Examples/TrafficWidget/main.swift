@@ -5,6 +5,13 @@ import Foundation
 import PropertyList
 import TodayKit
 
+/// The region the app leaves in settings.dict.
+struct Settings: Decodable {
+    var lat: Double
+    var lon: Double
+    var spn: Double
+}
+
 @main
 struct TrafficWidget: WidgetProviding {
     func performUpdate(previous: Snapshot) async -> (UpdateResult, Snapshot) {
@@ -13,11 +20,10 @@ struct TrafficWidget: WidgetProviding {
         }
         let file = container.appendingPathComponent("settings.dict").path
         guard FileManager.default.fileExists(atPath: file) else { return (.noData, previous) }
-        guard let settings = try? Plist.read(contentsOf: file), let lat = settings["lat"]?.double,
-            let lon = settings["lon"]?.double, let spn = settings["spn"]?.double
-        else {
+        guard let value = try? Plist.read(contentsOf: file), let settings = try? PlistDecoder().decode(Settings.self, from: value) else {
             return (.failed, previous)
         }
+        let (lat, lon, spn) = (settings.lat, settings.lon, settings.spn)
         let map = "https://static-maps.yandex.ru/1.x/?ll=\(lon),\(lat)&spn=\(spn),\(spn)&size=300,250&l=map,trf"
         let snapshot = Snapshot(
             title: "Traffic", subtitle: String(format: "%.4f, %.4f", lat, lon), body: map,

@@ -58,6 +58,16 @@ public struct BundleProblem: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { "\(file): \(key): \(message)" }
 }
 
+/// A value shared between the threads of a parallel scan.
+final class LockedValue<T: Sendable>: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private var stored: T
+    private let lock = NSLock()
+    init(_ value: T) { stored = value }
+    var value: T { lock.withLock { stored } }
+    func withLock(_ body: (inout T) -> Void) { lock.withLock { body(&stored) } }
+}
+
 /// What the bundle folders hold: the apps and widgets that passed the
 /// rules of SPEC section 3, and the problems of those that did not.
 public struct BundleCatalog: Sendable {
@@ -73,8 +83,21 @@ public struct BundleCatalog: Sendable {
     /// bundle id wins.
     public static func scan(_ folders: [String]) -> BundleCatalog {
         var catalog = BundleCatalog()
-        for folder in folders {
-            for app in appBundles(in: folder) { catalog.add(app) }
+        let apps = folders.flatMap(appBundles(in:))
+        // Bundles load in parallel; precedence is applied afterwards, in order.
+        let loaded = LockedValue(Array(repeating: Result<(AppManifest, [WidgetManifest]), BundleProblem>?.none, count: apps.count))
+        DispatchQueue.concurrentPerform(iterations: apps.count) { index in
+            let result = Result { try load(app: apps[index]) }.mapError { error in
+                error as? BundleProblem ?? BundleProblem(file: apps[index], key: "-", message: "\(error)")
+            }
+            loaded.withLock { $0[index] = result }
+        }
+        for result in loaded.value {
+            switch result {
+            case .success(let (app, widgets))?: catalog.add(app, widgets)
+            case .failure(let problem)?: catalog.problems.append(problem)
+            case nil: break
+            }
         }
         catalog.widgets.sort { ($0.displayName, $0.bundleIdentifier) < ($1.displayName, $1.bundleIdentifier) }
         return catalog
@@ -108,14 +131,19 @@ public struct BundleCatalog: Sendable {
             .map { folder + "/" + $0 }
     }
 
+    /// Adds a loaded app unless a folder of higher precedence had its id.
+    mutating func add(_ app: AppManifest, _ widgets: [WidgetManifest], allowDuplicates: Bool = false) {
+        guard allowDuplicates || !bundleIDs.contains(app.bundleIdentifier) else { return }
+        apps.append(app)
+        self.widgets += widgets
+        bundleIDs.insert(app.bundleIdentifier)
+        bundleIDs.formUnion(app.extensionIdentifiers)
+    }
+
     mutating func add(_ path: String, allowDuplicates: Bool = false) {
         do {
             let (app, widgets) = try Self.load(app: path)
-            guard allowDuplicates || !bundleIDs.contains(app.bundleIdentifier) else { return }
-            apps.append(app)
-            self.widgets += widgets
-            bundleIDs.insert(app.bundleIdentifier)
-            bundleIDs.formUnion(app.extensionIdentifiers)
+            add(app, widgets, allowDuplicates: allowDuplicates)
         } catch let problem as BundleProblem {
             problems.append(problem)
         } catch {
