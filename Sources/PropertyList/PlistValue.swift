@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// One property-list value. Dictionaries keep their key order.
-public indirect enum PlistValue: Hashable, Sendable {
+public enum PlistValue: Hashable, Sendable {
     case string(String)
     /// Any integer that fits an Int64.
     case integer(Int64)

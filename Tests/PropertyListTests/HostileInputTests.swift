@@ -80,7 +80,7 @@ import Testing
         let big = Data(count: 60_000_000)
         let start = ContinuousClock.now
         #expect(throws: PlistError.self) { try Plist.read(big, limits: PlistLimits(maximumSize: 16 << 20)) }
-        #expect(ContinuousClock.now - start < .milliseconds(100))
+        #expect(ContinuousClock.now - start < .seconds(1), "refused before parsing")
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("big.plist")
