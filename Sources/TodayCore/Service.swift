@@ -383,7 +383,7 @@ public final class TodayService: Sendable {
 
     private func update(_ widget: Widget, scheduled: Bool) async -> String {
         let (manifest, previous) = widget.data.withLock { ($0.manifest, $0.snapshot) }
-        let outcome = await provide(manifest, previous: previous)
+        var outcome = await provide(manifest, previous: previous)
         if isStopping {
             widget.data.withLock { $0.running = nil }
             return "failed"
@@ -391,14 +391,16 @@ public final class TodayService: Sendable {
         let now = self.now()
         if case .failed(let reason) = outcome { log.warning("\(widget.id): update failed: \(reason)") }
         // New content is on disk before anyone hears of it; the same
-        // content again needs no write.
+        // content again needs no write. Content that cannot be kept is a
+        // failure, and the previous snapshot stays.
         var snapshotChanged = false
         if case .newData(let snapshot) = outcome, snapshot != previous {
-            snapshotChanged = true
             do {
                 try store.save(snapshot: snapshot, for: widget.id)
+                snapshotChanged = true
             } catch {
                 log.warning("\(widget.id): cannot keep the snapshot: \(error)")
+                outcome = .failed("storage: \(error)")
             }
         }
         widget.data.withLock { data in

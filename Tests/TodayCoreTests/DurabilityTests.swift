@@ -1,0 +1,163 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// Nothing acknowledged is lost: todayd killed with SIGKILL mid-work, and
+/// a full or read-only disk under its folders.
+@Suite struct DurabilityTests {
+    static let group = "group.org.example.durable"
+
+    static func bundles() throws -> BundleFolder {
+        let bundles = try BundleFolder()
+        // Each run returns a new title: the run's number.
+        try bundles.addApp(
+            "org.example.Durable",
+            widgets: [
+                .init(
+                    name: "W",
+                    script: """
+                        n=$(cat "$TODAY_CONTAINER/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$TODAY_CONTAINER/n"
+                        printf '{"result": "new-data", "snapshot": {"title": "%s"}}' "$n"
+                        """, groups: [group])
+            ])
+        return bundles
+    }
+
+    /// Kills todayd and the bus it started, at once.
+    static func killHard(_ daemon: TodayDaemon) {
+        let children = (try? runBlocking(["pgrep", "-P", "\(daemon.process.processIdentifier)"]).output) ?? ""
+        kill(daemon.process.processIdentifier, SIGKILL)
+        for pid in children.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
+        daemon.process.waitUntilExit()
+    }
+
+    @Test func sigkillLosesNothingAcknowledged() async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("durable")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let id = "org.example.Durable.W"
+        var acknowledgedTitle = 0
+        var acknowledgedKeys: [String: Int64] = [:]
+        var acknowledgedContent = true
+        for round in 0..<20 {
+            let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+            let client = try await daemon.ready()
+            // What the last round acknowledged is there, and every file parses.
+            let snapshot = try await client.property(id, "Snapshot").stringDictionary?["title"]?.unwrapped.string
+            #expect(Int(snapshot ?? "0") ?? 0 >= acknowledgedTitle, "round \(round)")
+            #expect(try await client.property(id, "HasContent") == .boolean(acknowledgedContent), "round \(round)")
+            try await client.center("RegisterApp", [.string("org.example.Durable.W")])
+            let path = Today.groupPath(Self.group)
+            let stored = try await client.call(Today.busName, path: path, interface: Today.group.name, member: MemberName("GetAll"))
+                .body.first?.stringDictionary ?? [:]
+            for (key, value) in acknowledgedKeys {
+                #expect(stored[key]?.unwrapped.int64 ?? -1 >= value, "round \(round): \(key)")
+            }
+            for folder in ["cache/todayd/snapshots", "state/todayd/widgets", "data/todayd/groups/\(Self.group)/Library/Preferences"] {
+                for file in FileSystem.entries(home.path + "/" + folder) where file.hasSuffix(".plist") {
+                    #expect(throws: Never.self) { try Plist.read(contentsOf: home.path + "/" + folder + "/" + file) }
+                }
+            }
+
+            // Work that gets acknowledged, then work cut off by SIGKILL.
+            let result = try await client.widget(id, "PerformUpdate").body.first?.string
+            #expect(result == "new-data")
+            if let title = try await client.property(id, "Snapshot").stringDictionary?["title"]?.unwrapped.string, let number = Int(title) {
+                acknowledgedTitle = number
+            }
+            try await client.call(Today.busName, path: path, interface: Today.group.name, member: MemberName("Set"), [.string("k\(round % 3)"), .variant(.int64(Int64(round)))])
+            acknowledgedKeys["k\(round % 3)"] = Int64(round)
+            acknowledgedContent = round % 2 == 0
+            try await client.center("SetHasContent", [.boolean(acknowledgedContent), .string(id)])
+            let flood = Task {
+                for index in 0..<50 {
+                    _ = try? await client.call(Today.busName, path: path, interface: Today.group.name, member: MemberName("Set"), [.string("flood"), .variant(.int64(Int64(index)))])
+                    _ = try? await client.widget(id, "PerformUpdate")
+                }
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 5...60)))
+            Self.killHard(daemon)
+            flood.cancel()
+            client.close()
+        }
+        try? FileManager.default.removeItem(at: home)
+    }
+
+    static let canMount: Bool = {
+        guard getuid() == 0 else { return false }
+        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: probe) }
+        guard (try? runBlocking(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", probe.path]).status) == 0 else { return false }
+        _ = try? runBlocking(["umount", probe.path])
+        return true
+    }()
+
+    @Test(.enabled(if: canMount, "needs root and mount(8) to make a small or read-only filesystem"))
+    func aFullOrReadOnlyDiskIsAnErrorAndOldDataStays() async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("full")
+        defer { try? FileManager.default.removeItem(at: home) }
+        // The data and cache folders on a 1 MiB filesystem.
+        let disk = home.appendingPathComponent("disk")
+        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
+        #expect(try await run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", disk.path]).status == 0)
+        defer { _ = try? runBlocking(["umount", "-l", disk.path]) }
+        for folder in ["data", "cache"] {
+            try FileManager.default.createDirectory(atPath: disk.path + "/" + folder, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: home.path + "/" + folder, withDestinationPath: disk.path + "/" + folder)
+        }
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let id = "org.example.Durable.W"
+        let path = Today.groupPath(Self.group)
+        func set(_ key: String, _ value: Value) async -> String {
+            do {
+                try await client.call(Today.busName, path: path, interface: Today.group.name, member: MemberName("Set"), [.string(key), .variant(value)])
+                return ""
+            } catch let error as DBusError {
+                return error.name.rawValue + ": " + error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        try await client.center("RegisterApp", [.string("org.example.Durable.W")])
+        #expect(await set("kept", .string("old")) == "")
+        #expect(try await client.widget(id, "PerformUpdate").body == [.string("new-data")])
+
+        // Fill the disk.
+        let filler = disk.path + "/data/filler"
+        _ = try? await run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k", "count=100"])
+        let full = await set("big", .bytes([UInt8](repeating: 1, count: 200_000)))
+        #expect(full.hasPrefix("org.freedesktop.DBus.Error.Failed: ") && full.contains("No space left on device"), "\(full)")
+        // New content that cannot be stored is a failure; the old snapshot stays.
+        #expect(try await client.widget(id, "PerformUpdate").body == [.string("failed")])
+        let afterFull = try await client.property(id, "LastFailure").string ?? ""
+        #expect(afterFull.hasPrefix("storage: ") && afterFull.contains("No space left on device"), "\(afterFull)")
+        try FileManager.default.removeItem(atPath: filler)
+
+        // Read-only.
+        #expect(try await run(["mount", "-o", "remount,ro", disk.path]).status == 0)
+        let readOnly = await set("kept", .string("new"))
+        #expect(readOnly.contains("Read-only file system"), "\(readOnly)")
+        #expect(try await client.widget(id, "PerformUpdate").body == [.string("failed")])
+        #expect(try await client.property(id, "LastFailure").string?.hasPrefix("storage: ") == true)
+        let title = try await client.property(id, "Snapshot").stringDictionary?["title"]?.unwrapped.string
+        #expect(title != nil, "the last stored snapshot stays")
+        _ = try await run(["mount", "-o", "remount,rw", disk.path])
+
+        // The old data is intact on disk.
+        let defaults = try Plist.read(contentsOf: disk.path + "/data/todayd/groups/\(Self.group)/Library/Preferences/\(Self.group).plist")
+        #expect(defaults["kept"]?.string == "old")
+        #expect(defaults["big"] == nil)
+        let snapshot = try Plist.read(contentsOf: disk.path + "/cache/todayd/snapshots/\(id).plist")
+        #expect(snapshot["title"]?.string == title)
+    }
+}
