@@ -5,7 +5,7 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release examples test bench fuzz run demo install deb interfaces clean
+.PHONY: all deps build release examples test adversarial bench fuzz run demo install deb interfaces clean
 PREFIX ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 600
@@ -36,6 +36,15 @@ test: deps
 	$(MAKE) deb
 	scripts/check-deb .build/deb/todayd_*.deb .build/examples
 	scripts/fuzz $(TEST_FUZZ_SECONDS)
+
+# The long adversarial runs: 100 clients for LOAD_SECONDS against the real
+# daemon (the fast adversarial tests are part of make test).
+LOAD_SECONDS ?= 60
+adversarial: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) build
+	scripts/assemble-examples .build/examples .build/debug
+	TODAYD_LOAD_SECONDS=$(LOAD_SECONDS) $(TEST_BINARY) --testing-library swift-testing --filter "LoadTests|AdversarialTests|DurabilityTests"
 
 # libFuzzer targets for the property-list readers, FUZZ_SECONDS each.
 fuzz: deps
