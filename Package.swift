@@ -36,6 +36,7 @@ let package = Package(
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
         .executableTarget(name: "bundle-bench", dependencies: ["TodayCore"], path: "Benchmarks/bundle-bench"),
+        .executableTarget(name: "trivial-provider", dependencies: ["TodayKit"], path: "Benchmarks/trivial-provider"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "DBus", "PropertyList", "TestSupport"]),
