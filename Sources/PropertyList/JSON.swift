@@ -4,46 +4,54 @@ import Foundation
 /// booleans, arrays and objects. Dates and data have no JSON form.
 enum JSON {
     static func write(_ value: PlistValue) throws -> Data {
-        var out = ""
-        try append(value, indent: 0, to: &out, path: "")
-        out += "\n"
-        return Data(out.utf8)
+        Data((try text(value, compact: false, lossy: false) + "\n").utf8)
     }
 
-    private static func append(_ value: PlistValue, indent: Int, to out: inout String, path: String) throws {
-        let pad = String(repeating: "  ", count: indent)
+    /// The JSON text of `value`: indented, or on one line with `compact`;
+    /// with `lossy`, data as base64 strings and dates as ISO 8601 strings
+    /// instead of an error.
+    static func text(_ value: PlistValue, compact: Bool, lossy: Bool) throws -> String {
+        var out = ""
+        try append(value, indent: compact ? nil : 0, lossy: lossy, to: &out, path: "")
+        return out
+    }
+
+    private static func append(_ value: PlistValue, indent: Int?, lossy: Bool, to out: inout String, path: String) throws {
+        let pad = indent.map { String(repeating: "  ", count: $0) } ?? ""
+        let inner = indent.map { String(repeating: "  ", count: $0 + 1) } ?? ""
+        let newline = indent == nil ? "" : "\n"
+        let next = indent.map { $0 + 1 }
         switch value {
         case .string(let s): out += quote(s)
         case .integer(let i): out += "\(i)"
         case .unsignedInteger(let u): out += "\(u)"
         case .real(let d):
-            guard d.isFinite else { throw PlistError("JSON cannot hold the real \(d) at \(path.isEmpty ? "the root" : path)") }
+            guard d.isFinite else {
+                if lossy { return out += "null" }
+                throw PlistError("JSON cannot hold the real \(d) at \(path.isEmpty ? "the root" : path)")
+            }
             out += "\(d)"
         case .boolean(let b): out += b ? "true" : "false"
+        case .date(let d) where lossy: out += quote(ISO8601DateFormatter().string(from: d))
+        case .data(let d) where lossy: out += quote(d.base64EncodedString())
         case .date, .data:
             throw PlistError("JSON cannot hold the \(value.typeName) at \(path.isEmpty ? "the root" : path); use --to xml")
         case .array(let elements):
-            if elements.isEmpty {
-                out += "[]"
-                return
-            }
-            out += "[\n"
+            guard !elements.isEmpty else { return out += "[]" }
+            out += "[" + newline
             for (i, element) in elements.enumerated() {
-                out += pad + "  "
-                try append(element, indent: indent + 1, to: &out, path: "\(path)[\(i)]")
-                out += i == elements.count - 1 ? "\n" : ",\n"
+                out += inner
+                try append(element, indent: next, lossy: lossy, to: &out, path: "\(path)[\(i)]")
+                out += (i == elements.count - 1 ? "" : ",") + newline
             }
             out += pad + "]"
         case .dictionary(let dictionary):
-            if dictionary.isEmpty {
-                out += "{}"
-                return
-            }
-            out += "{\n"
+            guard !dictionary.isEmpty else { return out += "{}" }
+            out += "{" + newline
             for (i, (key, element)) in dictionary.enumerated() {
-                out += pad + "  " + quote(key) + ": "
-                try append(element, indent: indent + 1, to: &out, path: path.isEmpty ? key : "\(path).\(key)")
-                out += i == dictionary.count - 1 ? "\n" : ",\n"
+                out += inner + quote(key) + (indent == nil ? ":" : ": ")
+                try append(element, indent: next, lossy: lossy, to: &out, path: path.isEmpty ? key : "\(path).\(key)")
+                out += (i == dictionary.count - 1 ? "" : ",") + newline
             }
             out += pad + "}"
         }

@@ -203,6 +203,12 @@ public enum Plist {
         return offset == size ? data : data.prefix(offset)
     }
 
+    /// JSON for display: every value has a form (data as base64, dates as
+    /// ISO 8601, non-finite reals as null), indented or on one line.
+    public static func displayJSON(_ value: PlistValue, compact: Bool = false) -> String {
+        (try? JSON.text(value, compact: compact, lossy: true)) ?? "null"
+    }
+
     public static func write(_ value: PlistValue, format: PlistFormat) throws -> Data {
         switch format {
         case .xml: try XMLPlistWriter.write(value)

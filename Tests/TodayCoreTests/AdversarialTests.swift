@@ -79,7 +79,7 @@ import Testing
     @Test func pendingUpdatesPerConnectionAreCapped() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
-        try bundles.addApp("org.example.Slow", widgets: [.init(name: "W", script: "sleep 2\n" + WidgetUpdateTests.newData)])
+        try bundles.addApp("org.example.Slow", widgets: [.init(name: "W", script: "sleep 5\n" + WidgetUpdateTests.newData)])
         let daemon = try TodayDaemon(bundles: [bundles.path])
         defer { daemon.stop() }
         let client = try await daemon.ready()

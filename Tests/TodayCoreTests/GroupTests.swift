@@ -32,6 +32,18 @@ import Testing
         return bundles
     }
 
+    /// The daemon serving `bundles()`, and a connection registered as the app.
+    func withRegisteredApp(_ body: (TodayDaemon, Connection) async throws -> Void) async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let app = try await daemon.ready()
+        defer { app.close() }
+        try await app.center("RegisterApp", [.string("org.example.App")])
+        try await body(daemon, app)
+    }
+
     static func errorName(_ body: () async throws -> Void) async -> String {
         await IdentityTests.errorName(body)
     }
@@ -44,62 +56,57 @@ import Testing
     }
 
     @Test func valuesRoundTripAndLandInAPlainPlist() async throws {
-        let bundles = try Self.bundles()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let app = try await daemon.ready()
-        defer { app.close() }
-        try await app.center("RegisterApp", [.string("org.example.App")])
-        let date = Date(timeIntervalSince1970: 1_796_083_200)
-        let values: [(String, Value)] = [
-            ("string", .string("Grüße ✓")), ("int", .int64(-42)), ("real", .double(2.5)), ("bool", .boolean(true)),
-            ("data", .bytes([0, 1, 255])), ("date", .uint64(ValueMapping.microseconds(date))),
-            ("array", .array(.variant, [.variant(.int64(1)), .variant(.string("two"))])),
-            ("dict", .vardict([("nested", .vardict([("deep", .boolean(false))]))])),
-        ]
-        for (key, value) in values { try await call(app, "Set", [.string(key), .variant(value)]) }
-        for (key, value) in values {
-            #expect(try await call(app, "Get", [.string(key)]).body == [.variant(value)], "\(key)")
-        }
-        // Narrower types come back as the SPEC's: integers as x, o and g as s, structs as av.
-        let narrow: [(Value, Value)] = [
-            (.byte(7), .int64(7)), (.int16(-3), .int64(-3)), (.uint16(3), .int64(3)), (.int32(-5), .int64(-5)),
-            (.uint32(5), .int64(5)), (.objectPath(ObjectPath("/a/b")), .string("/a/b")), (.signature(Signature(rawValue: "a{sv}") ?? Signature([])), .string("a{sv}")),
-            (.structure([.int32(1), .string("x")]), .array(.variant, [.variant(.int64(1)), .variant(.string("x"))])),
-        ]
-        for (sent, expected) in narrow {
-            try await call(app, "Set", [.string("narrow"), .variant(sent)])
-            #expect(try await call(app, "Get", [.string("narrow")]).body == [.variant(expected)], "\(sent)")
-        }
-        try await call(app, "Update", [.vardict([("a", .int32(1)), ("b", .string("B"))]), .strings(["narrow", "absent"])])
-        let all = try await call(app, "GetAll").body.first?.stringDictionary ?? [:]
-        #expect(all.keys.sorted() == ["a", "array", "b", "bool", "data", "date", "dict", "int", "real", "string"])
-        try await call(app, "Remove", [.string("a")])
-        try await call(app, "Remove", [.string("a")])
-        #expect(await Self.errorName { try await call(app, "Get", [.string("a")]) } == "io.github.todayd.Today1.Error.NoSuchKey")
+        try await withRegisteredApp { daemon, app in
+            let date = Date(timeIntervalSince1970: 1_796_083_200)
+            let values: [(String, Value)] = [
+                ("string", .string("Grüße ✓")), ("int", .int64(-42)), ("real", .double(2.5)), ("bool", .boolean(true)),
+                ("data", .bytes([0, 1, 255])), ("date", .uint64(ValueMapping.microseconds(date))),
+                ("array", .array(.variant, [.variant(.int64(1)), .variant(.string("two"))])),
+                ("dict", .vardict([("nested", .vardict([("deep", .boolean(false))]))])),
+            ]
+            for (key, value) in values { try await call(app, "Set", [.string(key), .variant(value)]) }
+            for (key, value) in values {
+                #expect(try await call(app, "Get", [.string(key)]).body == [.variant(value)], "\(key)")
+            }
+            // Narrower types come back as the SPEC's: integers as x, o and g as s, structs as av.
+            let narrow: [(Value, Value)] = [
+                (.byte(7), .int64(7)), (.int16(-3), .int64(-3)), (.uint16(3), .int64(3)), (.int32(-5), .int64(-5)),
+                (.uint32(5), .int64(5)), (.objectPath(ObjectPath("/a/b")), .string("/a/b")), (.signature(Signature(rawValue: "a{sv}") ?? Signature([])), .string("a{sv}")),
+                (.structure([.int32(1), .string("x")]), .array(.variant, [.variant(.int64(1)), .variant(.string("x"))])),
+            ]
+            for (sent, expected) in narrow {
+                try await call(app, "Set", [.string("narrow"), .variant(sent)])
+                #expect(try await call(app, "Get", [.string("narrow")]).body == [.variant(expected)], "\(sent)")
+            }
+            try await call(app, "Update", [.vardict([("a", .int32(1)), ("b", .string("B"))]), .strings(["narrow", "absent"])])
+            let all = try await call(app, "GetAll").body.first?.stringDictionary ?? [:]
+            #expect(all.keys.sorted() == ["a", "array", "b", "bool", "data", "date", "dict", "int", "real", "string"])
+            try await call(app, "Remove", [.string("a")])
+            try await call(app, "Remove", [.string("a")])
+            #expect(await Self.errorName { try await call(app, "Get", [.string("a")]) } == "io.github.todayd.Today1.Error.NoSuchKey")
 
-        // The file is an XML plist that plutil and plistlib read, 0600 in 0700 folders.
-        let file = daemon.home.path + "/data/todayd/groups/\(Self.group)/Library/Preferences/\(Self.group).plist"
-        #expect(try await run(["plutil", "-lint", file]).status == 0)
-        let python = try await run([
-            "/usr/bin/python3", "-c",
-            "import plistlib, sys; d = plistlib.load(open(sys.argv[1], 'rb')); print(d['string'], d['int'], d['real'], d['bool'], d['data'], d['date'].isoformat(), d['array'], d['dict'])",
-            file,
-        ])
-        #expect(python.output == "Grüße ✓ -42 2.5 True b'\\x00\\x01\\xff' 2026-12-01T00:00:00 [1, 'two'] {'nested': {'deep': False}}\n", "\(python.error)")
-        var info = stat()
-        #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600)
-        for folder in ["", "/\(Self.group)", "/\(Self.group)/Library", "/\(Self.group)/Library/Preferences"] {
-            #expect(stat(daemon.home.path + "/data/todayd/groups" + folder, &info) == 0 && info.st_mode & 0o777 == 0o700, "\(folder)")
-        }
+            // The file is an XML plist that plutil and plistlib read, 0600 in 0700 folders.
+            let file = daemon.home.path + "/data/todayd/groups/\(Self.group)/Library/Preferences/\(Self.group).plist"
+            #expect(try await run(["plutil", "-lint", file]).status == 0)
+            let python = try await run([
+                "/usr/bin/python3", "-c",
+                "import plistlib, sys; d = plistlib.load(open(sys.argv[1], 'rb')); print(d['string'], d['int'], d['real'], d['bool'], d['data'], d['date'].isoformat(), d['array'], d['dict'])",
+                file,
+            ])
+            #expect(python.output == "Grüße ✓ -42 2.5 True b'\\x00\\x01\\xff' 2026-12-01T00:00:00 [1, 'two'] {'nested': {'deep': False}}\n", "\(python.error)")
+            var info = stat()
+            #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600)
+            for folder in ["", "/\(Self.group)", "/\(Self.group)/Library", "/\(Self.group)/Library/Preferences"] {
+                #expect(stat(daemon.home.path + "/data/todayd/groups" + folder, &info) == 0 && info.st_mode & 0o777 == 0o700, "\(folder)")
+            }
 
-        // busctl and gdbus, as a shell user would.
-        let busctl = try await run([
-            "busctl", "--address=\(daemon.address)", "call", Today.busName.rawValue, Self.groupPath.rawValue, Today.group.name.rawValue, "Get", "s", "int",
-        ])
-        #expect(busctl.output == "", "an unregistered busctl is refused")
-        #expect(busctl.error.contains("RegisterApp"))
+            // busctl and gdbus, as a shell user would.
+            let busctl = try await run([
+                "busctl", "--address=\(daemon.address)", "call", Today.busName.rawValue, Self.groupPath.rawValue, Today.group.name.rawValue, "Get", "s", "int",
+            ])
+            #expect(busctl.output == "", "an unregistered busctl is refused")
+            #expect(busctl.error.contains("RegisterApp"))
+        }
     }
 
     @Test func whoMayUseAGroup() async throws {
@@ -159,61 +166,46 @@ import Testing
     }
 
     @Test func aProviderUsesItsGroups() async throws {
-        let bundles = try Self.bundles()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let app = try await daemon.ready()
-        defer { app.close() }
-        try await app.center("RegisterApp", [.string("org.example.App")])
-        try await call(app, "Set", [.string("greeting"), .variant(.string("hello"))])
-        let container = try await app.center("ContainerPathForGroup", [.string(Self.group)]).body.first?.string ?? ""
-        try Data("from the app".utf8).write(to: URL(fileURLWithPath: container + "/note.txt"))
-        #expect(try await app.widget("org.example.App.W", "PerformUpdate").body == [.string("new-data")])
-        let snapshot = try await app.property("org.example.App.W", "Snapshot").stringDictionary ?? [:]
-        #expect(snapshot["title"]?.unwrapped == .string("varianthello"))
-        #expect(snapshot["file"]?.unwrapped == .string("from the app"))
+        try await withRegisteredApp { daemon, app in
+            try await call(app, "Set", [.string("greeting"), .variant(.string("hello"))])
+            let container = try await app.center("ContainerPathForGroup", [.string(Self.group)]).body.first?.string ?? ""
+            try Data("from the app".utf8).write(to: URL(fileURLWithPath: container + "/note.txt"))
+            #expect(try await app.widget("org.example.App.W", "PerformUpdate").body == [.string("new-data")])
+            let snapshot = try await app.property("org.example.App.W", "Snapshot").stringDictionary ?? [:]
+            #expect(snapshot["title"]?.unwrapped == .string("varianthello"))
+            #expect(snapshot["file"]?.unwrapped == .string("from the app"))
+        }
     }
 
     @Test func limitsAndBadValues() async throws {
-        let bundles = try Self.bundles()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let app = try await daemon.ready()
-        defer { app.close() }
-        try await app.center("RegisterApp", [.string("org.example.App")])
-        let invalid = "org.freedesktop.DBus.Error.InvalidArgs"
-        #expect(await Self.errorName { try await call(app, "Set", [.string(""), .variant(.int32(1))]) } == invalid)
-        #expect(await Self.errorName { try await call(app, "Set", [.string(String(repeating: "k", count: 1025)), .variant(.int32(1))]) } == invalid)
-        let fd = UnixFileDescriptor(owning: dup(1))
-        #expect(await Self.errorName { try await call(app, "Set", [.string("fd"), .variant(.unixFD(fd))]) } == invalid)
-        let intKeys = Value.dictionary(key: .int32, value: .string, [DictionaryEntry(.int32(1), .string("x"))])
-        #expect(await Self.errorName { try await call(app, "Set", [.string("map"), .variant(intKeys)]) } == invalid)
-        let big = Value.bytes([UInt8](repeating: 7, count: (4 << 20) + 1))
-        #expect(await Self.errorName { try await call(app, "Set", [.string("big"), .variant(big)]) } == "io.github.todayd.Today1.Error.TooLarge")
-        let chunk = Value.bytes([UInt8](repeating: 7, count: 3 << 20))
-        for index in 0..<5 { try await call(app, "Set", [.string("chunk\(index)"), .variant(chunk)]) }
-        #expect(await Self.errorName { try await call(app, "Set", [.string("chunk5"), .variant(chunk)]) } == "io.github.todayd.Today1.Error.TooLarge")
-        // What was refused did not touch what is stored.
-        let all = try await call(app, "GetAll").body.first?.stringDictionary ?? [:]
-        #expect(all.keys.sorted() == ["chunk0", "chunk1", "chunk2", "chunk3", "chunk4"])
+        try await withRegisteredApp { daemon, app in
+            let invalid = "org.freedesktop.DBus.Error.InvalidArgs"
+            #expect(await Self.errorName { try await call(app, "Set", [.string(""), .variant(.int32(1))]) } == invalid)
+            #expect(await Self.errorName { try await call(app, "Set", [.string(String(repeating: "k", count: 1025)), .variant(.int32(1))]) } == invalid)
+            let fd = UnixFileDescriptor(owning: dup(1))
+            #expect(await Self.errorName { try await call(app, "Set", [.string("fd"), .variant(.unixFD(fd))]) } == invalid)
+            let intKeys = Value.dictionary(key: .int32, value: .string, [DictionaryEntry(.int32(1), .string("x"))])
+            #expect(await Self.errorName { try await call(app, "Set", [.string("map"), .variant(intKeys)]) } == invalid)
+            let big = Value.bytes([UInt8](repeating: 7, count: (4 << 20) + 1))
+            #expect(await Self.errorName { try await call(app, "Set", [.string("big"), .variant(big)]) } == "io.github.todayd.Today1.Error.TooLarge")
+            let chunk = Value.bytes([UInt8](repeating: 7, count: 3 << 20))
+            for index in 0..<5 { try await call(app, "Set", [.string("chunk\(index)"), .variant(chunk)]) }
+            #expect(await Self.errorName { try await call(app, "Set", [.string("chunk5"), .variant(chunk)]) } == "io.github.todayd.Today1.Error.TooLarge")
+            // What was refused did not touch what is stored.
+            let all = try await call(app, "GetAll").body.first?.stringDictionary ?? [:]
+            #expect(all.keys.sorted() == ["chunk0", "chunk1", "chunk2", "chunk3", "chunk4"])
+        }
     }
 
     @Test func neverThroughASymlink() async throws {
-        let bundles = try Self.bundles()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let app = try await daemon.ready()
-        defer { app.close() }
-        try await app.center("RegisterApp", [.string("org.example.App")])
-        let container = try await app.center("ContainerPathForGroup", [.string(Self.group)]).body.first?.string ?? ""
-        let elsewhere = try temporaryDirectory("elsewhere")
-        defer { try? FileManager.default.removeItem(at: elsewhere) }
-        try FileManager.default.createSymbolicLink(atPath: container + "/Library", withDestinationPath: elsewhere.path)
-        #expect(await Self.errorName { try await call(app, "Set", [.string("k"), .variant(.string("v"))]) } == "org.freedesktop.DBus.Error.Failed")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path) == [])
+        try await withRegisteredApp { daemon, app in
+            let container = try await app.center("ContainerPathForGroup", [.string(Self.group)]).body.first?.string ?? ""
+            let elsewhere = try temporaryDirectory("elsewhere")
+            defer { try? FileManager.default.removeItem(at: elsewhere) }
+            try FileManager.default.createSymbolicLink(atPath: container + "/Library", withDestinationPath: elsewhere.path)
+            #expect(await Self.errorName { try await call(app, "Set", [.string("k"), .variant(.string("v"))]) } == "org.freedesktop.DBus.Error.Failed")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path) == [])
+        }
     }
 
     @Test func aFlatpakAppUsesTheGroupsOfItsAppID() async throws {
@@ -225,11 +217,7 @@ import Testing
         let root = proc.appendingPathComponent("\(getpid())/root")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let info = root.appendingPathComponent(".flatpak-info")
-        try await withPrivateBus { bus, serviceConnection in
-            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
-            let service = TodayService(connection: serviceConnection, directories: directories, log: Logger(verbose: false), procRoot: proc.path)
-            service.reload()
-            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
+        try await withService(bundles: bundles.path, home: home, procRoot: proc.path) { _, bus in
             try Data("[Application]\nname=org.example.App\n".utf8).write(to: info)
             let sandboxed = try Connection(address: bus.address)
             defer { sandboxed.close() }

@@ -149,3 +149,27 @@ extension Connection {
         return reply.body.first?.unwrapped ?? .string("")
     }
 }
+
+/// The service in this process, on a private bus of its own and owning its
+/// name, for tests that inject what the daemon cannot take from outside
+/// (a fixture /proc, another user id, a clock). `body` gets a client
+/// connection and the bus.
+func withService(
+    bundles: String, home: URL, userID: UInt32 = getuid(), procRoot: String = "/proc",
+    now: @escaping @Sendable () -> Date = { Date() },
+    _ body: (Connection, BusDaemon) async throws -> Void
+) async throws {
+    try await withPrivateBus { bus, serviceConnection in
+        let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles])
+        let service = TodayService(
+            connection: serviceConnection, directories: directories, log: Logger(verbose: false), userID: userID,
+            procRoot: procRoot, now: now)
+        service.reload()
+        try await service.start()
+        _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
+        let client = try Connection(address: bus.address)
+        defer { client.close() }
+        try await body(client, bus)
+        await service.stop()
+    }
+}

@@ -129,15 +129,7 @@ import Testing
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try Data("[Application]\nname=org.example.Mail\nruntime=runtime/org.freedesktop.Platform/x86_64/23.08\n".utf8)
             .write(to: root.appendingPathComponent(".flatpak-info"))
-        try await withPrivateBus { bus, serviceConnection in
-            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
-            let service = TodayService(connection: serviceConnection, directories: directories, log: Logger(verbose: false), procRoot: proc.path)
-            service.reload()
-            try await service.start()
-            defer { Task { await service.stop() } }
-            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
-            let client = try Connection(address: bus.address)
-            defer { client.close() }
+        try await withService(bundles: bundles.path, home: home, procRoot: proc.path) { client, _ in
             let hide: [Value] = [.boolean(false), .string("org.example.Mail.Inbox")]
             #expect(await Self.errorName { try await client.center("RegisterApp", [.string("org.example.Other")]) } == "org.freedesktop.DBus.Error.AccessDenied")
             try await client.center("SetHasContent", hide)
@@ -151,13 +143,7 @@ import Testing
         defer { bundles.remove() }
         let home = try temporaryDirectory("foreign")
         defer { try? FileManager.default.removeItem(at: home) }
-        try await withPrivateBus { bus, serviceConnection in
-            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
-            let service = TodayService(connection: serviceConnection, directories: directories, log: Logger(verbose: false), userID: getuid() &+ 1)
-            service.reload()
-            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
-            let client = try Connection(address: bus.address)
-            defer { client.close() }
+        try await withService(bundles: bundles.path, home: home, userID: getuid() &+ 1) { client, _ in
             for call in [
                 { _ = try await client.center("ListWidgets") },
                 { _ = try await client.property("org.example.Mail.Inbox", "Snapshot") },

@@ -78,16 +78,7 @@ import Testing
         let home = try temporaryDirectory("clock")
         defer { try? FileManager.default.removeItem(at: home) }
         let clock = Locked(Date())
-        try await withPrivateBus { bus, serviceConnection in
-            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
-            let service = TodayService(
-                connection: serviceConnection, directories: directories, log: Logger(verbose: false), now: { clock.value })
-            service.reload()
-            try await service.start()
-            defer { Task { await service.stop() } }
-            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
-            let client = try Connection(address: bus.address)
-            defer { client.close() }
+        try await withService(bundles: bundles.path, home: home, now: { clock.value }) { client, _ in
             let id = "org.example.Clock.W"
             let planned = try await client.property(id, "NextScheduledUpdate").uint64 ?? 0
             let start = ValueMapping.microseconds(clock.value)
