@@ -229,4 +229,42 @@ import Testing
             #expect(await Self.errorName { try await call(other, "Get", [.string("k")]) } == "io.github.todayd.Today1.Error.NotEntitled")
         }
     }
+
+    /// busctl and gdbus make a new connection for every call, so they reach
+    /// a group as a provider todayd started (known by its process).
+    @Test func busctlAndGdbusRoundTrips() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let group = Today.groupPath(Self.group).rawValue
+        try bundles.addApp(
+            "org.example.Shell",
+            widgets: [
+                .init(
+                    name: "W",
+                    script: """
+                        b() { verb=$1; shift; busctl --address="$DBUS_SESSION_BUS_ADDRESS" "$verb" -- io.github.todayd.Today1 \(group) io.github.todayd.Today1.Group "$@"; }
+                        b call Set sv s s "two words" >/dev/null
+                        b call Set sv x x -42 >/dev/null
+                        b call Set sv d d 2.5 >/dev/null
+                        b call Set sv b b true >/dev/null
+                        b call Set sv t t 1796083200000000 >/dev/null
+                        b call Set sv ay ay 3 0 1 255 >/dev/null
+                        b call Set sv av av 2 i 1 s two >/dev/null
+                        b call Set sv dict a{sv} 1 inner s deep >/dev/null
+                        out=""
+                        for key in s x d b t ay av dict; do out="$out$(b call Get s $key | tr '\n' ' ');"; done
+                        g=$(gdbus call --address "$DBUS_SESSION_BUS_ADDRESS" --dest io.github.todayd.Today1 --object-path \(group)                             --method io.github.todayd.Today1.Group.Get s)
+                        printf '{"result": "new-data", "snapshot": {"busctl": "%s", "gdbus": "%s"}}' "$(echo "$out" | sed 's/"/\\\\"/g')" "$(echo "$g" | sed 's/"/\\\\"/g')"
+                        """, groups: [Self.group])
+            ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        #expect(try await client.widget("org.example.Shell.W", "PerformUpdate").body == [.string("new-data")])
+        let snapshot = try await client.property("org.example.Shell.W", "Snapshot").stringDictionary ?? [:]
+        let busctl = snapshot["busctl"]?.unwrapped.string ?? "\(snapshot)"
+        #expect(busctl == #"v s "two words" ;v x -42 ;v d 2.5 ;v b true ;v t 1796083200000000 ;v ay 3 0 1 255 ;v av 2 x 1 s "two" ;v a{sv} 1 "inner" s "deep" ;"#)
+        #expect(snapshot["gdbus"]?.unwrapped.string == #"(<'two words'>,)"#)
+    }
 }
