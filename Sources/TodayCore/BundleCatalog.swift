@@ -1,4 +1,3 @@
-import DBus
 import Foundation
 import Glibc
 import PropertyList
@@ -227,7 +226,7 @@ public struct BundleCatalog: Sendable {
                 throw BundleProblem(file: path, key: prefix + "TodayMemoryLimit", message: "must be at least 1048576 bytes, not \(memory)")
             }
             let busName = try string(attributes, "TodayProviderBusName", in: path, prefix: prefix)
-            if let busName, BusName(rawValue: busName) == nil || busName.hasPrefix(":") {
+            if let busName, !isWellKnownBusName(busName) {
                 throw BundleProblem(file: path, key: prefix + "TodayProviderBusName", message: "'\(busName)' is not a well-known D-Bus name such as org.example.App.Provider")
             }
             let displayName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id
@@ -315,6 +314,21 @@ public struct BundleCatalog: Sendable {
     /// `group.` followed by reverse-DNS characters, at most 255 bytes, no `..`.
     public static func isValidGroupID(_ id: String) -> Bool {
         id.hasPrefix("group.") && id.count > 6 && isValidBundleID(id)
+    }
+
+    /// A well-known D-Bus name (the D-Bus specification's rules): two or
+    /// more elements of `[A-Za-z0-9_-]` separated by dots, none starting
+    /// with a digit, at most 255 bytes.
+    public static func isWellKnownBusName(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 255 else { return false }
+        let elements = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard elements.count >= 2 else { return false }
+        return elements.allSatisfy { element in
+            guard let first = element.utf8.first, !(48...57).contains(first) else { return false }
+            return element.utf8.allSatisfy {
+                (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || $0 == 95 || $0 == 45
+            }
+        }
     }
 
     /// An RFC 3986 scheme: a letter, then letters, digits, `+`, `-`, `.`.

@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import PropertyList
 import TestSupport
@@ -196,5 +197,18 @@ import Testing
         #expect(broken.output == "\(root.path)/Good.app/PlugIns/W.appex/Info.plist: NSExtension.NSExtensionAttributes.TodayUpdateInterval: must be 0 (only on request) or at least 60 seconds, not 5\n")
         #expect(try await run([todayctl, "lint"]).status == 2)
         #expect(try await run([todayctl, "lint", root.path + "/missing"]).status == 1)
+    }
+
+    /// The bundle check of TodayProviderBusName agrees with libdbus.
+    @Test func busNamesAsLibdbusSeesThem() {
+        let names = [
+            "org.example.App", "org.example.App.Provider", "a.b", "a_b.c-d", "org", "", ".a", "a.", "a..b", "1a.b", "a.1b",
+            "a.b1", ":1.42", "org.example.App!", "org.exämple.App", String(repeating: "a.", count: 127) + "ab",
+            String(repeating: "a.", count: 128),
+        ]
+        for name in names {
+            let libdbus = BusName(rawValue: name) != nil && !name.hasPrefix(":")
+            #expect(BundleCatalog.isWellKnownBusName(name) == libdbus, "\(name)")
+        }
     }
 }
