@@ -150,6 +150,12 @@ public final class Connection: @unchecked Sendable {
     ) {
         let milliseconds = Int64(timeout.components.seconds) * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
         let accepted = submit { [self] in
+            // A close queued before this job has already failed the calls
+            // it knew of; this one must not wait for a reply that cannot come.
+            guard !shared.withLock({ $0.closed }), dbus_connection_get_is_connected(raw) != 0 else {
+                complete(.failure(DBusError.disconnected("the connection to the bus is closed")))
+                return
+            }
             var serial: UInt32 = 0
             guard dbus_connection_send(raw, message.pointer, &serial) != 0 else {
                 complete(.failure(DBusError(.noMemory, "out of memory sending a call")))
@@ -378,6 +384,15 @@ public final class Connection: @unchecked Sendable {
             }
             fireTimeouts()
         }
+        // Jobs accepted while the loop was closing down: each sees the
+        // connection closed and fails its caller rather than strand it.
+        let stranded = shared.withLock { state -> [@Sendable () -> Void] in
+            state.closed = true
+            defer { state.jobs.removeAll() }
+            return state.jobs
+        }
+        for job in stranded { job() }
+        failPending()
         dbus_connection_unref(raw)
         Glibc.close(wakeFD)
     }

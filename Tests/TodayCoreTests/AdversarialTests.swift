@@ -115,4 +115,23 @@ import Testing
         #expect(order.value.first == "other", "the other client waited for the slow updates")
         #expect(outcomes.value == ["new-data": TodayService.maximumPendingCalls, "org.freedesktop.DBus.Error.LimitsExceeded": 300 - TodayService.maximumPendingCalls])
     }
+
+    /// Callers that leave while their call is being authorized (the first
+    /// call of a connection waits for its credentials) are denied quietly.
+    @Test func callersThatLeaveMidCall() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        for _ in 0..<200 {
+            let leaver = try Connection(address: daemon.address)
+            let call = Task { try? await leaver.center("SetHasContent", [.boolean(false), .string("tech.agostini.app.LatestPost")]) }
+            leaver.close()
+            _ = await call.value
+        }
+        // Still serving, and nothing those callers sent took effect.
+        #expect(try await client.center("ListWidgets").body.first?.elements?.count == 2)
+        #expect(try await client.property("tech.agostini.app.LatestPost", "HasContent") == .boolean(true))
+        #expect(daemon.process.isRunning)
+    }
 }
