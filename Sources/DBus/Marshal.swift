@@ -153,7 +153,12 @@ enum Marshal {
         case "x": dbus_message_iter_get_basic(&iterator, &basic); return .int64(Int64(basic.i64))
         case "t": dbus_message_iter_get_basic(&iterator, &basic); return .uint64(UInt64(basic.u64))
         case "d": dbus_message_iter_get_basic(&iterator, &basic); return .double(basic.dbl)
-        case "h": dbus_message_iter_get_basic(&iterator, &basic); return .unixFD(UnixFileDescriptor(owning: basic.fd))
+        case "h":
+            dbus_message_iter_get_basic(&iterator, &basic)
+            // libdbus hands out a duplicate, or -1 when the message does not
+            // carry the descriptor its body names.
+            guard basic.fd >= 0 else { throw DBusError.invalidArgs("a unix fd (h) that the message does not carry") }
+            return .unixFD(UnixFileDescriptor(owning: basic.fd))
         case "s", "o", "g":
             dbus_message_iter_get_basic(&iterator, &basic)
             guard let pointer = basic.str else { throw DBusError.invalidArgs("a string without data") }
