@@ -265,21 +265,27 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
     ] {
         _ = try await Client.attempt { try await connection.subscribe(rule) { events.continuation.yield($0) } }
     }
-    // The bus gives the rules above the unique name; match on that too.
-    let owner = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
-    let unique = owner.body.first?.string ?? ""
+    // The bus matches those rules against whoever owns the name, also after
+    // todayd restarts; here every such message is taken (the connection
+    // subscribes to nothing else).
+    _ = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
     for rule in [
-        MatchRule(sender: unique, interface: .properties, member: MemberName("PropertiesChanged")),
-        MatchRule(sender: unique, interface: Today.widget.name, member: MemberName("Updated")),
-        MatchRule(sender: unique, interface: .objectManager),
+        MatchRule(interface: .properties, member: MemberName("PropertiesChanged")),
+        MatchRule(interface: Today.widget.name, member: MemberName("Updated")),
+        MatchRule(interface: .objectManager),
     ] {
         try await connection.subscribe(rule, addToBus: false) { events.continuation.yield($0) }
     }
+    _ = try await Client.attempt {
+        try await connection.subscribe(
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue)
+        ) { events.continuation.yield($0) }
+    }
     connection.onDisconnect { events.continuation.finish() }
     if !json { Out.line("watching todayd (Ctrl-C to stop)") }
-    var seen = Set<UInt32>()
+    var seen = Set<String>()
     for await message in events.stream {
-        guard seen.insert(message.serial).inserted else { continue }
+        guard seen.insert("\(message.sender ?? "") \(message.serial)").inserted else { continue }
         let path = message.path?.rawValue ?? ""
         let object = path.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? path
         switch message.member {
@@ -300,6 +306,14 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
                 Out.json(.dictionary(["event": .string("updated"), "object": .string(object), "result": .string(result)]), compact: true)
             } else {
                 Out.line("\(timestamp()) \(object): updated: \(result)")
+            }
+        case "NameOwnerChanged":
+            let owner = message.body.count > 2 ? message.body[2].string ?? "" : ""
+            let event = owner.isEmpty ? "todayd-stopped" : "todayd-started"
+            if json {
+                Out.json(.dictionary(["event": .string(event)]), compact: true)
+            } else {
+                Out.line("\(timestamp()) todayd \(owner.isEmpty ? "stopped" : "started")")
             }
         case "InterfacesAdded", "InterfacesRemoved":
             let target = message.body.first?.string ?? ""
