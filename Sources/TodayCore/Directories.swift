@@ -25,6 +25,12 @@ public struct Directories: Sendable, Equatable {
         self.extraBundleFolders = extraBundleFolders
     }
 
+    /// App-group containers (SPEC section 4): `<groupsFolder>/<group id>/`.
+    public var groupsFolder: String { dataHome + "/todayd/groups" }
+
+    /// An extension's own container (SPEC section 4).
+    public func container(of bundleID: String) -> String { dataHome + "/todayd/containers/" + bundleID }
+
     /// The bundle folders, highest precedence first (SPEC section 3).
     public var bundleFolders: [String] {
         var folders = [dataHome + "/todayd/bundles"]

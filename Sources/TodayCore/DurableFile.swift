@@ -35,11 +35,19 @@ public enum DurableFile {
     /// Replaces the file at `path` with `data`, durably.
     public static func write(_ data: Data, to path: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
         try makeFolder(folder)
-        let temporary = folder + "/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure(path: temporary, operation: "create", code: errno) }
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(path: folder, operation: "open the folder", code: errno) }
+        defer { close(fd) }
+        try write(data, named: (path as NSString).lastPathComponent, in: fd, path: path)
+    }
+
+    /// Replaces the file `name` in the open folder `folder` with `data`,
+    /// durably, without following a symlink; `path` names it in errors.
+    public static func write(_ data: Data, named name: String, in folder: Int32, path: String) throws {
+        let temporary = ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(path: path, operation: "create a temporary file next to", code: errno) }
         var closed = false
         defer {
             if !closed { close(fd) }
@@ -52,20 +60,20 @@ public enum DurableFile {
                     let written = Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
                     if written < 0 {
                         if errno == EINTR { continue }
-                        throw Failure(path: temporary, operation: "write", code: errno)
+                        throw Failure(path: path, operation: "write", code: errno)
                     }
                     offset += written
                 }
             }
-            guard fsync(fd) == 0 else { throw Failure(path: temporary, operation: "sync", code: errno) }
+            guard fsync(fd) == 0 else { throw Failure(path: path, operation: "sync", code: errno) }
             closed = true
-            guard close(fd) == 0 else { throw Failure(path: temporary, operation: "close", code: errno) }
-            guard rename(temporary, path) == 0 else { throw Failure(path: path, operation: "replace", code: errno) }
+            guard close(fd) == 0 else { throw Failure(path: path, operation: "write", code: errno) }
+            guard renameat(folder, temporary, folder, name) == 0 else { throw Failure(path: path, operation: "replace", code: errno) }
         } catch {
-            unlink(temporary)
+            unlinkat(folder, temporary, 0)
             throw error
         }
-        syncFolder(folder)
+        fsync(folder)
     }
 
     /// Removes `path` and makes the removal durable; no error when absent.

@@ -22,12 +22,9 @@ final class GroupService: Sendable {
     init(connection: Connection, identities: Identities, directories: Directories, log: Logger) {
         self.connection = connection
         self.identities = identities
-        self.base = directories.dataHome + "/todayd/groups"
+        self.base = directories.groupsFolder
         self.log = log
     }
-
-    /// The path of a group's container, whether or not the group is known.
-    func containerPath(_ group: String) -> String { base + "/" + group }
 
     /// Creates the containers of `groups` that do not exist yet, so a
     /// provider finds the folders TODAY_GROUP_CONTAINERS names.

@@ -146,34 +146,11 @@ public final class GroupStore: Sendable {
             throw Failure.storage("cannot create \(containerPath)/Library/Preferences")
         }
         defer { close(folder) }
-        let name = identifier + ".plist"
-        let temporary = ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure.storage("cannot write in \(containerPath)/Library/Preferences: \(String(cString: strerror(errno)))") }
-        var failure: Failure?
-        fchmod(fd, 0o600)
-        data.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = .storage("cannot write \(defaultsPath): \(String(cString: strerror(errno)))")
-                    return
-                }
-                offset += written
-            }
+        do {
+            try DurableFile.write(data, named: identifier + ".plist", in: folder, path: defaultsPath)
+        } catch {
+            throw Failure.storage("\(error)")
         }
-        if failure == nil, fsync(fd) != 0 { failure = .storage("cannot sync \(defaultsPath): \(String(cString: strerror(errno)))") }
-        if close(fd) != 0, failure == nil { failure = .storage("cannot write \(defaultsPath): \(String(cString: strerror(errno)))") }
-        if failure == nil, renameat(folder, temporary, folder, name) != 0 {
-            failure = .storage("cannot replace \(defaultsPath): \(String(cString: strerror(errno)))")
-        }
-        if let failure {
-            unlinkat(folder, temporary, 0)
-            throw failure
-        }
-        fsync(folder)
     }
 
     /// Opens (and with `create`, makes, 0700) `base/components…`, each step

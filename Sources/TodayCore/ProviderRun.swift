@@ -28,8 +28,8 @@ public enum ProviderRun {
         return .success(
             ExecProvider(
                 widgetID: manifest.bundleIdentifier, executable: executable,
-                container: directories.dataHome + "/todayd/containers/" + manifest.bundleIdentifier,
-                groupContainers: manifest.groups.map { ($0, directories.dataHome + "/todayd/groups/" + $0) },
+                container: directories.container(of: manifest.bundleIdentifier),
+                groupContainers: manifest.groups.map { ($0, directories.groupsFolder + "/" + $0) },
                 busAddress: busAddress, environment: environment, limits: limits))
     }
 
