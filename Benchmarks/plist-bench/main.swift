@@ -5,12 +5,14 @@
 //
 //   plist-bench OUTDIR     writes OUTDIR/bench.xml, OUTDIR/bench.bplist and
 //                          prints "ours-xml MS", "ours-binary MS", "xmlReadMemory MS"
+//   plist-bench OUTDIR xml|binary N
+//                          reads that form N times and nothing else, for a profiler
 import Foundation
 import PropertyList
 
 let arguments = CommandLine.arguments
-guard arguments.count == 2 else {
-    FileHandle.standardError.write(Data("usage: plist-bench OUTDIR\n".utf8))
+guard arguments.count == 2 || arguments.count == 4 else {
+    FileHandle.standardError.write(Data("usage: plist-bench OUTDIR [xml|binary N]\n".utf8))
     exit(2)
 }
 let folder = URL(fileURLWithPath: arguments[1])
@@ -33,6 +35,11 @@ do {
     let binary = try Plist.write(root, format: .binary)
     try xml.write(to: folder.appendingPathComponent("bench.xml"))
     try binary.write(to: folder.appendingPathComponent("bench.bplist"))
+    if arguments.count == 4 {
+        let input = arguments[2] == "binary" ? binary : xml
+        for _ in 0..<(Int(arguments[3]) ?? 1) { _ = try Plist.read(input) }
+        exit(0)
+    }
 
     func best(_ runs: Int, _ body: () throws -> Void) rethrows -> Double {
         var fastest = Double.infinity

@@ -53,10 +53,16 @@ enum BinaryPlistReader {
             offsetTable = Int(table)
         }
 
+        @inline(__always)
         static func bigEndian(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> UInt64 {
-            var value: UInt64 = 0
-            for i in 0..<size { value = value << 8 | UInt64(bytes[at + i]) }
-            return value
+            switch size {
+            case 1: return UInt64(bytes[at])
+            case 2: return UInt64(bytes[at]) << 8 | UInt64(bytes[at + 1])
+            default:
+                var value: UInt64 = 0
+                for i in 0..<size { value = value << 8 | UInt64(bytes[at + i]) }
+                return value
+            }
         }
 
         func offset(of object: Int) throws -> Int {
@@ -89,17 +95,20 @@ enum BinaryPlistReader {
             return Int(value)
         }
 
-        func references(at start: Int, count: Int) throws -> [Int] {
+        /// Checks that `count` references fit the object area from `start`.
+        func needReferences(at start: Int, count: Int) throws {
             let (total, overflow) = count.multipliedReportingOverflow(by: referenceSize)
             guard !overflow else { throw PlistError("binary plist: too many references") }
             try need(start, total)
-            return try (0..<count).map { i in
-                let reference = Self.bigEndian(bytes, start + i * referenceSize, referenceSize)
-                guard reference < UInt64(objectCount) else {
-                    throw PlistError("binary plist: reference \(reference) past the \(objectCount) objects")
-                }
-                return Int(reference)
+        }
+
+        /// The `position`th reference from `start`, checked against the object count.
+        func reference(at start: Int, _ position: Int) throws -> Int {
+            let reference = Self.bigEndian(bytes, start + position * referenceSize, referenceSize)
+            guard reference < UInt64(objectCount) else {
+                throw PlistError("binary plist: reference \(reference) past the \(objectCount) objects")
             }
+            return Int(reference)
         }
 
         mutating func object(_ index: Int, depth: Int) throws -> PlistValue {
@@ -107,12 +116,16 @@ enum BinaryPlistReader {
             guard depth <= limits.maximumDepth else {
                 throw PlistError("binary plist: nested deeper than \(limits.maximumDepth) levels")
             }
-            guard !visiting[index] else { throw PlistError("binary plist: object \(index) contains itself") }
-            visiting[index] = true
-            defer { visiting[index] = false }
             var at = try offset(of: index)
             let marker = bytes[at]
             at += 1
+            // Only arrays and dictionaries refer to other objects.
+            let isContainer = marker >> 4 == 0xA || marker >> 4 == 0xD
+            if isContainer {
+                guard !visiting[index] else { throw PlistError("binary plist: object \(index) contains itself") }
+                visiting[index] = true
+            }
+            defer { if isContainer { visiting[index] = false } }
             let value: PlistValue
             switch marker >> 4 {
             case 0x0:
@@ -174,39 +187,35 @@ enum BinaryPlistReader {
                 value = .string(text)
             case 0xA:
                 let count = try length(marker, at: &at)
-                let references = try references(at: at, count: count)
+                try needReferences(at: at, count: count)
                 var elements: [PlistValue] = []
                 elements.reserveCapacity(count)
-                for reference in references { elements.append(try object(reference, depth: depth + 1)) }
+                for position in 0..<count { elements.append(try object(reference(at: at, position), depth: depth + 1)) }
                 value = .array(elements)
             case 0xD:
                 let count = try length(marker, at: &at)
-                let keyReferences = try references(at: at, count: count)
-                let valueReferences = try references(at: at + count * referenceSize, count: count)
+                try needReferences(at: at, count: count)
+                let valuesAt = at + count * referenceSize
+                try needReferences(at: valuesAt, count: count)
                 var keys: [String] = []
                 var values: [PlistValue] = []
                 keys.reserveCapacity(count)
                 values.reserveCapacity(count)
-                for (keyReference, valueReference) in zip(keyReferences, valueReferences) {
-                    guard case .string(let key) = try object(keyReference, depth: depth + 1) else {
+                for position in 0..<count {
+                    guard case .string(let key) = try object(reference(at: at, position), depth: depth + 1) else {
                         throw PlistError("binary plist: a dictionary key that is not a string")
                     }
                     keys.append(key)
-                    values.append(try object(valueReference, depth: depth + 1))
+                    values.append(try object(reference(at: valuesAt, position), depth: depth + 1))
                 }
-                // Writers store each key once; when a file repeats one, the
-                // later value wins in the first one's place.
-                if Set(keys).count != keys.count {
-                    var dictionary = PlistDictionary()
-                    for (key, element) in zip(keys, values) { dictionary[key] = element }
-                    value = .dictionary(dictionary)
-                } else {
-                    value = .dictionary(PlistDictionary(uniqueKeys: keys, values: values))
-                }
+                value = .dictionary(PlistDictionary(readingKeys: keys, values: values))
             default:
                 throw PlistError("binary plist: unsupported marker 0x\(String(marker, radix: 16)) (UIDs and sets are not property-list values)")
             }
-            cache[index] = value
+            // Numbers, booleans and dates are cheaper to decode again than to
+            // keep; strings, data and containers are kept, so a file that
+            // refers to one object many times holds it once.
+            if marker >> 4 >= 0x4 { cache[index] = value }
             return value
         }
     }
@@ -227,14 +236,14 @@ enum BinaryPlistWriter {
             case dictionary(keys: [Int], values: [Int])
         }
         var objects: [Object] = []
-        var strings: [String: Int] = [:]
+        var strings: [ByteKey: Int] = [:]
 
         mutating func flatten(_ value: PlistValue) -> Int {
             switch value {
             case .string(let s):
-                if let existing = strings[s] { return existing }
+                if let existing = strings[ByteKey(s)] { return existing }
                 objects.append(.scalar(value))
-                strings[s] = objects.count - 1
+                strings[ByteKey(s)] = objects.count - 1
                 return objects.count - 1
             case .array(let elements):
                 let index = objects.count

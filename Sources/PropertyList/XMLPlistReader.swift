@@ -50,27 +50,28 @@ enum XMLPlistReader {
 }
 
 /// What the SAX callbacks build. One per parse, reached through the
-/// parser context's `_private` pointer.
+/// parser context's `_private` pointer. The parser calls back on one thread
+/// and nothing else sees the state during a parse, so its properties skip
+/// the run-time exclusivity checks, which otherwise cost a tenth of a parse.
 private final class SAXState {
     enum Kind { case key, string, integer, real, date, data, boolean }
 
     final class Container {
         enum Shape { case plist, array, dict }
         let shape: Shape
-        var values: [PlistValue] = []
-        var keys: [String] = []
-        var pendingKey: String?
-        var index: [String: Int]?
+        @exclusivity(unchecked) var values: [PlistValue] = []
+        @exclusivity(unchecked) var keys: [String] = []
+        @exclusivity(unchecked) var pendingKey: String?
         init(_ shape: Shape) { self.shape = shape }
     }
 
     let maximumDepth: Int
-    var containers: [Container] = []
-    var scalar: Kind?
-    var booleanValue = false
-    var text: [UInt8] = []
-    var root: PlistValue?
-    var error: PlistError?
+    @exclusivity(unchecked) var containers: [Container] = []
+    @exclusivity(unchecked) var scalar: Kind?
+    @exclusivity(unchecked) var booleanValue = false
+    @exclusivity(unchecked) var text: [UInt8] = []
+    @exclusivity(unchecked) var root: PlistValue?
+    @exclusivity(unchecked) var error: PlistError?
 
     init(maximumDepth: Int) { self.maximumDepth = maximumDepth }
 
@@ -230,7 +231,7 @@ private final class SAXState {
             add(.array(top.values), parser)
         case .dict:
             guard top.pendingKey == nil else { return fail("<key>\(top.pendingKey ?? "")</key> has no value", parser) }
-            add(.dictionary(PlistDictionary(uniqueKeys: top.keys, values: top.values)), parser)
+            add(.dictionary(PlistDictionary(readingKeys: top.keys, values: top.values)), parser)
         }
     }
 
@@ -244,21 +245,6 @@ private final class SAXState {
             return
         }
         top.pendingKey = nil
-        // A repeated key replaces the earlier value in its place, as
-        // Foundation and plistlib read it.
-        if top.keys.count >= 16 && top.index == nil {
-            top.index = Dictionary(top.keys.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        }
-        if let index = top.index {
-            if let existing = index[key] {
-                top.values[existing] = value
-                return
-            }
-            top.index?[key] = top.keys.count
-        } else if let existing = top.keys.firstIndex(of: key) {
-            top.values[existing] = value
-            return
-        }
         top.keys.append(key)
         top.values.append(value)
     }

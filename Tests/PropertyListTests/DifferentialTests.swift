@@ -61,14 +61,16 @@ import Testing
     }
 
     /// plutil holds values in Foundation's unordered dictionaries, reads a
-    /// real -0.0 as 0.0 and drops a leading U+FEFF from strings; equality
-    /// here ignores key order and the sign of zero, and skips such strings.
+    /// real -0.0 as 0.0, drops a leading U+FEFF from strings and, on Linux,
+    /// merges keys that differ only in Unicode normalization (plistlib and
+    /// Apple's Foundation keep both); equality here ignores key order and the
+    /// sign of zero, and skips such strings and keys.
     @Test func plutilAgrees() throws {
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         for (i, value) in values.enumerated() {
             // ours XML -> plutil binary -> ours; ours binary -> plutil XML -> ours.
-            if tagged(value).contains("\u{FEFF}") { continue }
+            if tagged(value).contains("\u{FEFF}") || tagged(value).unicodeScalars.contains("\u{301}") { continue }
             for (format, target) in [(PlistFormat.xml, "binary1"), (.binary, "xml1")] {
                 let input = folder.appendingPathComponent("\(i).\(format.rawValue)").path
                 let output = input + ".\(target)"

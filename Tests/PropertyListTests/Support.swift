@@ -78,6 +78,9 @@ enum Corpus {
         values.append(.date(Date(timeIntervalSince1970: -62_135_596_800)))  // 0001-01-01
         values.append((0..<100).reduce(PlistValue.string("bottom")) { inner, i in i % 2 == 0 ? .array([inner]) : .dictionary(["k": inner]) })
         values.append(.array((0..<300).map { .integer(Int64($0)) }))
+        // Large enough to be indexed, with keys only their bytes tell apart.
+        let keys = ["\u{E9}", "e\u{301}"] + (0..<100).map { "entry \($0)" }
+        values.append(.dictionary(PlistDictionary(uniqueKeys: keys, values: keys.indices.map { .integer(Int64($0)) })))
         for _ in 0..<60 { values.append(random(&rng, depth: 0)) }
         return values
     }
