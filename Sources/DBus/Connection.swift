@@ -144,8 +144,9 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Sends a call from the loop thread and hands its reply, error or
-    /// timeout to `complete`, exactly once.
-    private func send(
+    /// timeout to `complete`, exactly once. (Internal, not private: the
+    /// service fuzz target sends the calls it makes up through it.)
+    func send(
         _ message: MessageHandle, timeout: Duration, complete: @escaping @Sendable (Result<Message, any Error>) -> Void
     ) {
         let milliseconds = Int64(timeout.components.seconds) * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000

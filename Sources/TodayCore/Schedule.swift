@@ -22,6 +22,21 @@ public struct Schedule: Sendable, Equatable {
 
     public init() {}
 
+    /// Requested updates run every time until a provider has failed this
+    /// many times in a row.
+    public static let requestThreshold: UInt32 = 3
+    public static let maximumRequestBackOff: TimeInterval = 60
+
+    /// How long after the end of a failed run a requested update waits,
+    /// after `failures` consecutive failures: nothing below
+    /// `requestThreshold`, then 1, 2, 4 … seconds up to a minute. A client
+    /// that asks in a loop cannot make todayd start a crashing provider as
+    /// fast as it can fork; a fixed one runs again within a minute.
+    public static func requestDelay(failures: UInt32) -> TimeInterval {
+        guard failures >= requestThreshold else { return 0 }
+        return min(pow(2, Double(min(failures - requestThreshold, 16))), maximumRequestBackOff)
+    }
+
     /// Scheduled updates left on the day of `now`.
     public func left(at now: Date, timeZone: TimeZone = .current) -> UInt32 {
         Self.day(of: now, timeZone: timeZone) == budgetDay ? Self.dailyBudget - min(budgetUsed, Self.dailyBudget) : Self.dailyBudget

@@ -355,15 +355,31 @@ public final class TodayService: Sendable {
 
     /// Runs the widget's provider, or joins the run already going, and
     /// publishes the outcome.
+    /// A provider that keeps failing is not started again on request until
+    /// its back-off (`Schedule.requestDelay`) has passed: such a call is
+    /// answered with Error.ProviderFailed at once.
     public func performUpdate(_ id: String, scheduled: Bool = false) async throws -> String {
         let widget = try widget(id)
-        let task = widget.data.withLock { data -> Task<String, Never> in
-            if let running = data.running { return running }
+        let now = self.now()
+        let started = widget.data.withLock { data -> Result<Task<String, Never>, TodayError> in
+            if let running = data.running { return .success(running) }
+            let failures = data.record.schedule.consecutiveFailures
+            let delay = Schedule.requestDelay(failures: failures)
+            if !scheduled, delay > 0 {
+                let ended = Date(timeIntervalSince1970: TimeInterval(data.record.lastUpdated) / 1e6)
+                let wait = ended.addingTimeInterval(delay).timeIntervalSince(now)
+                if wait > 0 {
+                    return .failure(
+                        .providerFailed(
+                            "'\(id)' failed \(failures) times in a row (last: \(data.record.lastFailure)); "
+                                + "it runs again on request in \(Int(wait.rounded(.up))) s: fix the provider, then ask again"))
+                }
+            }
             let task = Task { await self.update(widget, scheduled: scheduled) }
             data.running = task
-            return task
+            return .success(task)
         }
-        return await task.value
+        return try await started.get().value
     }
 
     /// Updates every widget that has content, concurrently.

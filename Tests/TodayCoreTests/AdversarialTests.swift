@@ -41,6 +41,50 @@ import Testing
         }
     }
 
+    /// A provider that crashes every time, asked for updates in a loop: the
+    /// first runs fail with their reason, then requested updates wait out a
+    /// growing back-off (by the injected clock) and are answered at once
+    /// with ProviderFailed, without a fork.
+    @Test func aCrashingProviderIsNotStartedInALoop() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp(
+            "org.example.Crash", widgets: [.init(name: "W", script: "echo run >> \"$TODAY_CONTAINER/runs\"\nkill -SEGV $$")])
+        let home = try temporaryDirectory("crash-loop")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let runsFile = home.path + "/data/todayd/containers/org.example.Crash.W/runs"
+        func runs() -> Int { ((try? String(contentsOfFile: runsFile, encoding: .utf8)) ?? "").split(separator: "\n").count }
+        let clock = Locked(Date())
+        try await withService(bundles: bundles.path, home: home, now: { clock.value }) { client, _ in
+            let id = "org.example.Crash.W"
+            for _ in 0..<Int(Schedule.requestThreshold) {
+                #expect(try await client.widget(id, "PerformUpdate").body.first == .string("failed"))
+            }
+            #expect(runs() == 3)
+            #expect(try await client.property(id, "LastFailure") == .string("signal 11"))
+            for _ in 0..<50 {
+                do {
+                    try await client.widget(id, "PerformUpdate")
+                    Issue.record("a requested update ran inside the back-off")
+                } catch let error as DBusError {
+                    #expect(error.name.rawValue == "io.github.todayd.Today1.Error.ProviderFailed")
+                    #expect(error.message.contains("failed 3 times in a row (last: signal 11)"), "\(error)")
+                }
+            }
+            #expect(try await client.center("UpdateAll").body.first?.description.contains("failed") == true)
+            #expect(runs() == 3)
+            // After a second it may run again; it fails, and the wait doubles.
+            clock.value = clock.value.addingTimeInterval(1.1)
+            #expect(try await client.widget(id, "PerformUpdate").body.first == .string("failed"))
+            #expect(runs() == 4)
+            clock.value = clock.value.addingTimeInterval(1.1)
+            await #expect(throws: DBusError.self) { try await client.widget(id, "PerformUpdate") }
+            clock.value = clock.value.addingTimeInterval(1)
+            #expect(try await client.widget(id, "PerformUpdate").body.first == .string("failed"))
+            #expect(runs() == 5)
+        }
+    }
+
     @Test func hugeArgumentsAreRefusedWithoutGrowing() async throws {
         let daemon = try TodayDaemon(bundles: [Paths.examples])
         defer { daemon.stop() }
