@@ -265,12 +265,14 @@ public final class Connection: @unchecked Sendable {
     /// Runs `job` on the loop thread. False when the connection is closed.
     @discardableResult
     func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
-        let accepted = shared.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        // The loop takes every queued job when it wakes, so only the job
+        // that finds the queue empty needs to wake it.
+        let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in
+            guard !state.closed else { return (false, false) }
             state.jobs.append(job)
-            return true
+            return (true, state.jobs.count == 1)
         }
-        if accepted {
+        if wake {
             var one: UInt64 = 1
             _ = Glibc.write(wakeFD, &one, 8)
         }

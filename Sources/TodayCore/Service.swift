@@ -49,7 +49,7 @@ public final class TodayService: Sendable {
             var manifest: WidgetManifest
             var record: WidgetRecord
             var snapshot: PlistDictionary
-            var running: Task<String, Never>?
+            var running: UpdateInProgress?
         }
 
         init(id: String, object: ExportedInterface, data: Data) {
@@ -183,7 +183,7 @@ public final class TodayService: Sendable {
         providers.killAll()
         let running = widgets.compactMap { widget in widget.data.withLock { $0.running } }
         let finished = Task {
-            for task in running { _ = await task.value }
+            for update in running { _ = await update.result() }
         }
         let deadline = Task {
             try? await Task.sleep(for: .seconds(3))
@@ -361,8 +361,8 @@ public final class TodayService: Sendable {
     public func performUpdate(_ id: String, scheduled: Bool = false) async throws -> String {
         let widget = try widget(id)
         let now = self.now()
-        let started = widget.data.withLock { data -> Result<Task<String, Never>, TodayError> in
-            if let running = data.running { return .success(running) }
+        let started = widget.data.withLock { data -> Result<(UpdateInProgress, joined: Bool), TodayError> in
+            if let running = data.running { return .success((running, true)) }
             let failures = data.record.schedule.consecutiveFailures
             let delay = Schedule.requestDelay(failures: failures)
             if !scheduled, delay > 0 {
@@ -375,11 +375,16 @@ public final class TodayService: Sendable {
                                 + "it runs again on request in \(Int(wait.rounded(.up))) s: fix the provider, then ask again"))
                 }
             }
-            let task = Task { await self.update(widget, scheduled: scheduled) }
-            data.running = task
-            return .success(task)
+            let update = UpdateInProgress()
+            data.running = update
+            return .success((update, false))
         }
-        return try await started.get().value
+        let (update, joined) = try started.get()
+        if joined { return await update.result() }
+        // The first caller runs the update itself, on its own task.
+        let result = await self.update(widget, scheduled: scheduled)
+        update.finish(result)
+        return result
     }
 
     /// Updates every widget that has content, concurrently.
@@ -542,6 +547,32 @@ public final class TodayService: Sendable {
     }
 }
 
+/// An update that is running; callers that arrive meanwhile wait for its
+/// result instead of starting another provider run.
+final class UpdateInProgress: Sendable {
+    private let state = Mutex<(result: String?, waiting: [CheckedContinuation<String, Never>])>((nil, []))
+
+    func result() async -> String {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> String? in
+                if let result = state.result { return result }
+                state.waiting.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    func finish(_ result: String) {
+        let waiting = state.withLock { state in
+            state.result = result
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume(returning: result) }
+    }
+}
+
 /// Bounds how many providers run at once, so that UpdateAll over many
 /// widgets cannot start them all together.
 final class ProviderSlots: Sendable {
@@ -550,16 +581,15 @@ final class ProviderSlots: Sendable {
     init(count: Int) { state = Mutex((count, [])) }
 
     func withSlot<T: Sendable>(_ body: () async -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            let granted = state.withLock { state -> Bool in
-                if state.free > 0 {
-                    state.free -= 1
-                    return true
-                }
-                state.waiting.append(continuation)
-                return false
-            }
-            if granted { continuation.resume() }
+        let free = state.withLock { state -> Bool in
+            guard state.free > 0 else { return false }
+            state.free -= 1
+            return true
+        }
+        // Waiting only when every slot is taken: a continuation costs a
+        // trip through the scheduler even when resumed at once.
+        if !free {
+            await waitForSlot()
         }
         let result = await body()
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -571,6 +601,20 @@ final class ProviderSlots: Sendable {
         }
         next?.resume()
         return result
+    }
+
+    private func waitForSlot() async {
+        await withCheckedContinuation { continuation in
+            let granted = state.withLock { state -> Bool in
+                if state.free > 0 {
+                    state.free -= 1
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if granted { continuation.resume() }
+        }
     }
 }
 
