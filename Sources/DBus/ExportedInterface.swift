@@ -41,6 +41,8 @@ public final class ExportedInterface: Sendable {
         var values: [String: Value]
         weak var connection: Connection?
         var path: ObjectPath?
+        /// GetAll's reply body, marshalled at the first GetAll after a change.
+        var getAllReply: MessageHandle?
     }
 
     /// Binds handlers to a declaration. Every declared method needs exactly
@@ -82,11 +84,29 @@ public final class ExportedInterface: Sendable {
 
     /// All readable properties, in declaration order.
     public var allProperties: [(String, Value)] {
-        state.withLock { state in
-            interface.properties.compactMap { property in
-                guard property.isReadable, let value = state.values[property.name] else { return nil }
-                return (property.name, value)
+        state.withLock { readable($0) }
+    }
+
+    private func readable(_ state: State) -> [(String, Value)] {
+        interface.properties.compactMap { property in
+            guard property.isReadable, let value = state.values[property.name] else { return nil }
+            return (property.name, value)
+        }
+    }
+
+    /// The reply to a GetAll `call`: a copy of the body marshalled at the
+    /// first GetAll since the last change, addressed to the caller. A panel
+    /// reading many widgets many times pays for marshalling once per change.
+    func getAllReply(to call: MessageHandle) throws -> MessageHandle {
+        try state.withLock { state in
+            let template: MessageHandle
+            if let kept = state.getAllReply {
+                template = kept
+            } else {
+                template = try MessageHandle.replyTemplate([.vardict(readable(state))])
+                state.getAllReply = template
             }
+            return try template.reply(to: call)
         }
     }
 
@@ -109,6 +129,7 @@ public final class ExportedInterface: Sendable {
                 precondition(value.type == property.type, "\(name) is \(property.type), not \(value.type)")
                 guard state.values[name] != value else { continue }
                 state.values[name] = value
+                state.getAllReply = nil
                 switch property.changeSignal {
                 case .emits: changed.append((name, value))
                 case .invalidates: invalidated.append(name)

@@ -61,6 +61,32 @@ final class MessageHandle: @unchecked Sendable {
         return MessageHandle(owning: pointer)
     }
 
+    /// A method return with only a body, copied as the reply to many calls
+    /// (see `reply(to:)`), so the body is marshalled once.
+    static func replyTemplate(_ values: [Value]) throws -> MessageHandle {
+        guard let pointer = dbus_message_new(DBUS_MESSAGE_TYPE_METHOD_RETURN) else {
+            throw DBusError(.noMemory, "out of memory creating a reply")
+        }
+        let template = MessageHandle(owning: pointer)
+        try template.append(values)
+        return template
+    }
+
+    /// A copy of this template addressed as the reply to `call`, as
+    /// `dbus_message_new_method_return` would address it.
+    func reply(to call: MessageHandle) throws -> MessageHandle {
+        guard let copy = dbus_message_copy(pointer) else { throw DBusError(.noMemory, "out of memory copying a reply") }
+        let reply = MessageHandle(owning: copy)
+        guard dbus_message_set_reply_serial(copy, dbus_message_get_serial(call.pointer)) != 0 else {
+            throw DBusError(.noMemory, "out of memory addressing a reply")
+        }
+        if let sender = dbus_message_get_sender(call.pointer), dbus_message_set_destination(copy, sender) == 0 {
+            throw DBusError(.noMemory, "out of memory addressing a reply")
+        }
+        dbus_message_set_no_reply(copy, 1)
+        return reply
+    }
+
     static func error(to call: MessageHandle, _ error: DBusError) throws -> MessageHandle {
         let text = Validation.isTransportable(error.message) ? error.message : "(message had a NUL byte)"
         guard let pointer = dbus_message_new_error(call.pointer, error.name.rawValue, text) else {

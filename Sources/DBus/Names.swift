@@ -1,4 +1,5 @@
 import CDBus
+import Glibc
 
 /// A D-Bus object path such as `/io/github/todayd/Today1`, checked on creation.
 public struct ObjectPath: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -173,13 +174,23 @@ enum Validation {
     /// Runs a libdbus validator; strings with NUL bytes are never valid names.
     /// The corresponding C functions are `dbus_validate_path` and its siblings.
     static func isValid(_ string: String, _ validator: Validator) -> Bool {
-        guard !string.utf8.contains(0) else { return false }
+        guard !containsNUL(string) else { return false }
         return string.withCString { validator($0, nil) != 0 }
     }
 
     /// True when `string` can travel as a D-Bus string: no NUL byte
     /// (Swift strings are always valid UTF-8).
     static func isTransportable(_ string: String) -> Bool {
-        !string.utf8.contains(0)
+        !containsNUL(string)
+    }
+
+    /// Whether a NUL byte is in `string`: memchr over its UTF-8 storage,
+    /// which every string crossing the bus passes through.
+    static func containsNUL(_ string: String) -> Bool {
+        let found = string.utf8.withContiguousStorageIfAvailable { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        }
+        return found ?? string.utf8.contains(0)
     }
 }

@@ -116,6 +116,13 @@ public final class ObjectServer: Sendable {
         switch outcome {
         case .done(let result):
             reply(to: handle, noReply: message.noReplyExpected, result, on: connection)
+        case .prepared(let make):
+            guard !message.noReplyExpected else { return }
+            do {
+                connection.send(try make(handle))
+            } catch {
+                reply(to: handle, noReply: false, .failure(error), on: connection)
+            }
         case .later(let work):
             let noReply = message.noReplyExpected
             Task {
@@ -129,6 +136,8 @@ public final class ObjectServer: Sendable {
     private enum Outcome {
         /// Values, and the signature they must have (nil: not checked).
         case done(Result<([Value], String?), any Error>)
+        /// A reply made ready beforehand, addressed to the call.
+        case prepared(@Sendable (MessageHandle) throws -> MessageHandle)
         case later(@Sendable () async throws -> ([Value], String?))
     }
 
@@ -231,7 +240,7 @@ public final class ObjectServer: Sendable {
             }
             if member == "GetAll" {
                 guard let readGuard = exported.readGuard else {
-                    return .done(.success(([.vardict(exported.allProperties)], "a{sv}")))
+                    return .prepared { call in try exported.getAllReply(to: call) }
                 }
                 let call = call
                 return .later {

@@ -71,6 +71,19 @@ import Testing
                 d, path: TestObject.path, interface: .properties, member: MemberName("Get"),
                 [.string("org.example.Test1"), .string("Greeting")])
             #expect(get.body == [.variant(.string("bonjour"))])
+            // GetAll's kept reply follows every change, and a second caller
+            // gets its own copy addressed to it.
+            let other = try bus.connect()
+            defer { other.close() }
+            for caller in [client, other] {
+                let again = try await caller.call(
+                    d, path: TestObject.path, interface: .properties, member: MemberName("GetAll"),
+                    [.string("org.example.Test1")])
+                let now = try #require(again.body.first?.stringDictionary)
+                #expect(now["Greeting"] == .string("bonjour"))
+                #expect(now["Count"] == .uint32(42))
+                #expect(now["Blob"] == .bytes([9]))
+            }
 
             try await Task.sleep(for: .milliseconds(200))
             let seen = changes.value.map { $0.body }
