@@ -1,4 +1,4 @@
-// Parses a generated 1.6 MB XML plist of 20,000 mixed entries and its binary
+// Parses a generated 1.6 MB XML plist of 20,000 mixed entries (every type) and its binary
 // form with our reader, and times libxml2's xmlReadMemory alone on the same
 // bytes through the same library, for `make bench`; Foundation's
 // PropertyListSerialization is timed here too.
@@ -20,12 +20,15 @@ let folder = URL(fileURLWithPath: arguments[1])
 var entries = PlistDictionary()
 for i in 0..<20_000 {
     let value: PlistValue
-    switch i % 5 {
-    case 0: value = .string("value number \(i) with some text")
+    switch i % 8 {
+    case 0: value = .string("value number \(i) with some text about it")
     case 1: value = .integer(Int64(i) * 7919)
     case 2: value = .real(Double(i) / 3)
     case 3: value = .boolean(i % 2 == 0)
-    default: value = .array([.string("item \(i)"), .integer(Int64(i))])
+    case 4: value = .date(Date(timeIntervalSince1970: 1_700_000_000 + Double(i) * 60))
+    case 5: value = .data(Data((0..<32).map { UInt8(truncatingIfNeeded: i &+ $0) }))
+    case 6: value = .array([.string("item \(i)"), .integer(Int64(i)), .real(Double(i) * 0.5)])
+    default: value = .dictionary(["name": .string("entry \(i)"), "count": .integer(Int64(i)), "enabled": .boolean(true)])
     }
     entries["key-\(i)"] = value
 }

@@ -77,7 +77,9 @@ enum PlistText {
 
     /// `YYYY-MM-DDTHH:MM:SSZ`, in UTC.
     static func date(_ bytes: [UInt8]) -> Date? {
-        let text = Array(trimmed(bytes).utf8)
+        // Exactly the 20 characters of the form, as writers put them, need
+        // no trimming (which goes through Foundation's character sets).
+        let text = bytes.count == 20 ? bytes : Array(trimmed(bytes).utf8)
         guard text.count == 20, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"),
             text[10] == UInt8(ascii: "T"), text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"),
             text[19] == UInt8(ascii: "Z")
