@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +15,8 @@ int today_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path)
 }
 
 pid_t today_siginfo_pid(const siginfo_t *info) { return info->si_pid; }
+
+void today_malloc_map_large_blocks(int bytes) { mallopt(M_MMAP_THRESHOLD, bytes); }
 
 int today_pidfd_open(pid_t pid) {
 #ifdef SYS_pidfd_open

@@ -1,3 +1,4 @@
+import CSystem
 import DBus
 import Foundation
 import Glibc
@@ -64,6 +65,10 @@ public enum Daemon {
             FileHandle.standardOutput.write(Data(Today.interfaceXML.utf8))
             return 0
         }
+        // Provider output of megabytes is freed after each run; blocks from
+        // 256 KiB up get mappings of their own, so that memory goes back to
+        // the system instead of staying in a thread's malloc arena.
+        today_malloc_map_large_blocks(256 << 10)
         let log = Logger(verbose: options.verbose)
         var privateBus: BusDaemon?
         let address: String

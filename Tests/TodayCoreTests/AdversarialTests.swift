@@ -85,6 +85,54 @@ import Testing
         }
     }
 
+    /// Providers that allocate a gigabyte, print 100 MB, print garbage, hang
+    /// or crash, each asked for updates again and again: every run is
+    /// `failed` with its reason, and todayd's own memory stays where it was.
+    @Test func hostileProvidersLeaveTheDaemonAsItWas() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp(
+            "org.example.Hostile",
+            widgets: [
+                .init(name: "Gigabyte", script: #"exec python3 -c "x = b'a' * (1 << 30); import time; time.sleep(30)""#),
+                .init(name: "Flood", script: "head -c 100000000 /dev/zero"),
+                .init(name: "Garbage", script: "head -c 3000 /dev/urandom"),
+                .init(name: "Hang", script: "exec sleep 30", attributes: ["TodayUpdateTimeout": .integer(1)]),
+                .init(name: "Crash", script: "kill -SEGV $$"),
+            ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let expected = [
+            "Gigabyte": "memory-limit", "Flood": "too-large", "Garbage": "bad-output: ", "Hang": "timeout", "Crash": "signal 11",
+        ]
+        func round() async throws {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (name, reason) in expected {
+                    group.addTask {
+                        let id = "org.example.Hostile." + name
+                        do {
+                            let result = try await client.widget(id, "PerformUpdate").body.first
+                            #expect(result == .string("failed"), "\(name)")
+                            let failure = try await client.property(id, "LastFailure").string ?? ""
+                            #expect(failure.hasPrefix(reason), "\(name): \(failure)")
+                        } catch let error as DBusError {
+                            // Past three failures in a row, the back-off answers instead.
+                            #expect(error.name.rawValue == "io.github.todayd.Today1.Error.ProviderFailed", "\(name): \(error)")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await round()
+        let before = Self.residentKiB(daemon.process.processIdentifier)
+        for _ in 0..<6 { try await round() }
+        let after = Self.residentKiB(daemon.process.processIdentifier)
+        #expect(Double(after) < Double(before) * 1.1, "resident size grew from \(before) KiB to \(after) KiB")
+    }
+
     @Test func hugeArgumentsAreRefusedWithoutGrowing() async throws {
         let daemon = try TodayDaemon(bundles: [Paths.examples])
         defer { daemon.stop() }

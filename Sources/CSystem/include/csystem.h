@@ -24,4 +24,9 @@ int today_pidfd_open(pid_t pid);
 /// been executed, or the errno of what failed (fork, setsid, execve).
 int today_spawn_detached(const char *path, char *const argv[], char *const envp[], const char *directory);
 
+/// Makes malloc serve every block of `bytes` or more with its own mapping,
+/// returned to the system when freed (a fixed M_MMAP_THRESHOLD, which also
+/// stops glibc from raising its thresholds after large frees).
+void today_malloc_map_large_blocks(int bytes);
+
 #endif
