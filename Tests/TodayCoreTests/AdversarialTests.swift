@@ -168,6 +168,9 @@ import Testing
         #expect(after - before < 4 * 1024, "resident size grew from \(before) KiB to \(after) KiB")
     }
 
+    /// Update calls one connection sends at once in the test below.
+    static let pendingCalls = 10_000
+
     @Test func pendingUpdatesPerConnectionAreCapped() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -181,7 +184,7 @@ import Testing
         let outcomes = Locked<[String: Int]>([:])
         let order = Locked<[String]>([])
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<300 {
+            for _ in 0..<Self.pendingCalls {
                 group.addTask {
                     var outcome = "new-data"
                     do {
@@ -205,7 +208,7 @@ import Testing
             try await group.waitForAll()
         }
         #expect(order.value.first == "other", "the other client waited for the slow updates")
-        #expect(outcomes.value == ["new-data": TodayService.maximumPendingCalls, "org.freedesktop.DBus.Error.LimitsExceeded": 300 - TodayService.maximumPendingCalls])
+        #expect(outcomes.value == ["new-data": TodayService.maximumPendingCalls, "org.freedesktop.DBus.Error.LimitsExceeded": Self.pendingCalls - TodayService.maximumPendingCalls])
     }
 
     /// Callers that leave while their call is being authorized (the first
