@@ -355,6 +355,7 @@ public final class TodayService: Sendable {
 
     /// Runs the widget's provider, or joins the run already going, and
     /// publishes the outcome.
+    ///
     /// A provider that keeps failing is not started again on request until
     /// its back-off (`Schedule.requestDelay`) has passed: such a call is
     /// answered with Error.ProviderFailed at once.
