@@ -172,6 +172,7 @@ public func fuzzService(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     }
     if let error, error.name == .noReply || error.name == .disconnected {
         fputs("todayd left a call unanswered: \(error)\n", stderr)
+        fixture.tearDown()  // abort() skips atexit: stop the bus first
         abort()
     }
     return 0

@@ -42,16 +42,27 @@ public struct ProviderLimits: Sendable, Equatable {
 /// Process ids of the providers todayd started and has not reaped yet,
 /// with the widget each one runs for (SPEC section 7).
 public final class RunningProviders: Sendable {
-    private let table = Mutex<[pid_t: String]>([:])
+    private let table = Mutex<(widgets: [pid_t: String], starting: Int)>(([:], 0))
     public init() {}
-    public func widget(forProcess pid: pid_t) -> String? { table.withLock { $0[pid] } }
-    func add(_ pid: pid_t, _ widget: String) { table.withLock { $0[pid] = widget } }
-    func remove(_ pid: pid_t) { table.withLock { $0[pid] = nil } }
-    public var isEmpty: Bool { table.withLock { $0.isEmpty } }
+    public func widget(forProcess pid: pid_t) -> String? { table.withLock { $0.widgets[pid] } }
+    /// A provider is being started: its process may run, and call todayd,
+    /// before `added` records its pid.
+    func starting() { table.withLock { $0.starting += 1 } }
+    /// The provider started as `pid` (or, with nil, failed to start).
+    func started(_ pid: pid_t?, _ widget: String) {
+        table.withLock { table in
+            table.starting -= 1
+            if let pid { table.widgets[pid] = widget }
+        }
+    }
+    func remove(_ pid: pid_t) { table.withLock { $0.widgets[pid] = nil } }
+    public var isEmpty: Bool { table.withLock { $0.widgets.isEmpty && $0.starting == 0 } }
+    /// Whether some provider's pid is not recorded yet.
+    var isStarting: Bool { table.withLock { $0.starting > 0 } }
 
     /// Kills every running provider and what it started.
     public func killAll() {
-        for pid in table.withLock({ Array($0.keys) }) { kill(-pid, SIGKILL) }
+        for pid in table.withLock({ Array($0.widgets.keys) }) { kill(-pid, SIGKILL) }
     }
 }
 
@@ -120,15 +131,17 @@ public struct ExecProvider: Sendable {
             return .failed("no-provider")
         }
         var child: SpawnedProcess
+        running.starting()
         do {
             child = try SpawnedProcess(
                 executable, arguments: ["perform-update"], directory: container, environment: providerEnvironment)
         } catch {
+            running.started(nil, widgetID)
             log("cannot start \(executable): \(error)")
             return .failed("no-provider")
         }
         let pid = child.pid
-        running.add(pid, widgetID)
+        running.started(pid, widgetID)
         let collected = child.communicate(input: input, limits: limits, log: log) {
             running.remove(pid)
         }

@@ -85,11 +85,23 @@ public final class Identities: Sendable {
         let credentials = try await self.credentials(of: sender, on: call.connection)
         guard credentials.userID == userID else { throw Self.foreignUser }
         if let pid = credentials.processID {
-            if let widget = provider(for: pid_t(pid)) { return .provider(widget) }
+            if let widget = await provider(startedAs: pid_t(pid)) { return .provider(widget) }
             if let app = flatpakAppID(of: pid_t(pid)) { return .flatpak(app) }
         }
         if let bundle = table.withLock({ $0.registered[sender] }) { return .registered(bundle) }
         return .anonymous
+    }
+
+    /// The widget whose running provider is `pid` or an ancestor of it. A
+    /// provider can call todayd between being started and todayd recording
+    /// its pid; while one is being started, look again for up to 200 ms.
+    func provider(startedAs pid: pid_t) async -> String? {
+        for _ in 0..<200 {
+            if let widget = provider(for: pid) { return widget }
+            guard providers.isStarting else { return nil }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return provider(for: pid)
     }
 
     /// The widget whose running provider is `pid` or an ancestor of it.
