@@ -8,6 +8,23 @@ import Testing
 /// Who may call what (SPEC section 7), against the real daemon and, where a
 /// fixture /proc is needed, against the service in this process.
 @Suite struct IdentityTests {
+    /// A provider's call can arrive before todayd has recorded the pid it
+    /// just started; while a start is under way the lookup waits for it.
+    @Test func aProviderCallingBeforeItsPidIsRecordedIsKnown() async throws {
+        let providers = RunningProviders()
+        let identities = Identities(providers: providers)
+        providers.starting()
+        async let found = identities.provider(startedAs: getpid())
+        try await Task.sleep(for: .milliseconds(30))
+        providers.started(getpid(), "org.example.App.W")
+        #expect(await found == "org.example.App.W")
+        // Once it is gone, and nothing is being started, the process is
+        // no provider's.
+        providers.remove(getpid())
+        #expect(!providers.isStarting)
+        #expect(await identities.provider(startedAs: getpid()) == nil)
+    }
+
     static func bundles() throws -> BundleFolder {
         let bundles = try BundleFolder()
         try bundles.addApp("org.example.Mail", widgets: [.init(name: "Inbox", script: WidgetUpdateTests.newData)])
