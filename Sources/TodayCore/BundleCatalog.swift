@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PropertyList
+import Synchronization
 
 /// A container app found in a bundle folder.
 public struct AppManifest: Sendable, Equatable {
@@ -57,16 +58,6 @@ public struct BundleProblem: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { "\(file): \(key): \(message)" }
 }
 
-/// A value shared between the threads of a parallel scan.
-final class LockedValue<T: Sendable>: @unchecked Sendable {
-    // @unchecked: every access goes through `lock`.
-    private var stored: T
-    private let lock = NSLock()
-    init(_ value: T) { stored = value }
-    var value: T { lock.withLock { stored } }
-    func withLock(_ body: (inout T) -> Void) { lock.withLock { body(&stored) } }
-}
-
 /// What the bundle folders hold: the apps and widgets that passed the
 /// rules of SPEC section 3, and the problems of those that did not.
 public struct BundleCatalog: Sendable {
@@ -84,14 +75,14 @@ public struct BundleCatalog: Sendable {
         var catalog = BundleCatalog()
         let apps = folders.flatMap(appBundles(in:))
         // Bundles load in parallel; precedence is applied afterwards, in order.
-        let loaded = LockedValue(Array(repeating: Result<(AppManifest, [WidgetManifest]), BundleProblem>?.none, count: apps.count))
+        let loaded = Mutex(Array(repeating: Result<(AppManifest, [WidgetManifest]), BundleProblem>?.none, count: apps.count))
         DispatchQueue.concurrentPerform(iterations: apps.count) { index in
             let result = Result { try load(app: apps[index]) }.mapError { error in
                 error as? BundleProblem ?? BundleProblem(file: apps[index], key: "-", message: "\(error)")
             }
             loaded.withLock { $0[index] = result }
         }
-        for result in loaded.value {
+        for result in loaded.withLock({ $0 }) {
             switch result {
             case .success(let (app, widgets))?: catalog.add(app, widgets)
             case .failure(let problem)?: catalog.problems.append(problem)

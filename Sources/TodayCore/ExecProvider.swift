@@ -46,7 +46,7 @@ public final class RunningProviders: Sendable {
     public init() {}
     public func widget(forProcess pid: pid_t) -> String? { table.withLock { $0.widgets[pid] } }
     /// A provider is being started: its process may run, and call todayd,
-    /// before `added` records its pid.
+    /// before `started` records its pid.
     func starting() { table.withLock { $0.starting += 1 } }
     /// The provider started as `pid` (or, with nil, failed to start).
     func started(_ pid: pid_t?, _ widget: String) {

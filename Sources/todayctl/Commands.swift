@@ -265,10 +265,12 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
     ] {
         _ = try await Client.attempt { try await connection.subscribe(rule) { events.continuation.yield($0) } }
     }
-    // The bus matches those rules against whoever owns the name, also after
-    // todayd restarts; here every such message is taken (the connection
-    // subscribes to nothing else).
+    // Watching starts only with todayd running: without it, GetNameOwner
+    // fails and the user is told to start it.
     _ = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
+    // The bus matches the rules above against whoever owns the name, also
+    // after todayd restarts; here every such message is taken (the
+    // connection subscribes to nothing else).
     for rule in [
         MatchRule(interface: .properties, member: MemberName("PropertiesChanged")),
         MatchRule(interface: Today.widget.name, member: MemberName("Updated")),
