@@ -14,6 +14,20 @@ int today_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path)
     return posix_spawn_file_actions_addchdir_np(actions, path);
 }
 
+int today_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
+
+/* Closes every descriptor from `lowest` up except `keep`. */
+static void close_all_from(int lowest, int keep) {
+    if (keep >= lowest) {
+        if (keep > lowest) close_range((unsigned)lowest, (unsigned)keep - 1, 0);
+        close_range((unsigned)keep + 1, ~0U, 0);
+    } else {
+        close_range((unsigned)lowest, ~0U, 0);
+    }
+}
+
 pid_t today_siginfo_pid(const siginfo_t *info) { return info->si_pid; }
 
 void today_malloc_map_large_blocks(int bytes) { mallopt(M_MMAP_THRESHOLD, bytes); }
@@ -60,6 +74,8 @@ int today_spawn_detached(const char *path, char *const argv[], char *const envp[
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* Nothing of todayd's (its bus socket, other programs' pipes) reaches the app. */
+        close_all_from(3, report[1]);
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {
             dup2(null, 0);

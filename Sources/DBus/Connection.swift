@@ -5,13 +5,19 @@ import Synchronization
 
 /// A private connection to a message bus, driven by one loop thread of its own.
 ///
-/// Every libdbus call on the connection happens on that thread; other threads
-/// hand it work through a queue and an eventfd. Method handlers run as tasks,
-/// so a slow handler never delays other calls. Call `close()` when done.
+/// The loop thread reads, dispatches and keeps the watches, timeouts and
+/// pending calls; other threads hand it work through a queue and an
+/// eventfd. Messages that need no reply (replies, errors, signals) are sent
+/// by whichever thread has them, at once: libdbus locks the connection for
+/// that, and a reply made on a provider's thread reaches the bus without
+/// waking the loop. Method handlers run as tasks, so a slow handler never
+/// delays other calls. Call `close()` when done.
 public final class Connection: @unchecked Sendable {
-    // @unchecked: `raw`, `watches`, `timeouts`, `pending` and `subscriptions`
-    // are touched only on the loop thread (see `isOnLoopThread`); everything
-    // shared with other threads is behind a Mutex or immutable.
+    // @unchecked: `watches`, `timeouts`, `pending` and `subscriptions` are
+    // touched only on the loop thread (see `isOnLoopThread`); `raw` is used
+    // there, and by `send(_:)` from any thread (libdbus is initialised for
+    // threads and locks the connection itself); everything else shared
+    // with other threads is behind a Mutex or immutable.
     let raw: OpaquePointer
     /// This connection's unique name on the bus, such as `:1.42`.
     public let uniqueName: String
@@ -186,13 +192,22 @@ public final class Connection: @unchecked Sendable {
         send(message)
     }
 
-    /// Queues `message` for sending from the loop thread.
+    /// Sends a message that expects no reply, from the calling thread, in
+    /// the order of the calls. What the socket does not take at once stays
+    /// queued in libdbus, and the loop is woken to write it when it can.
     func send(_ message: MessageHandle) {
-        if isOnLoopThread {
-            dbus_connection_send(raw, message.pointer, nil)
-        } else {
-            submit { [self] in _ = dbus_connection_send(raw, message.pointer, nil) }
+        dbus_connection_send(raw, message.pointer, nil)
+        if !isOnLoopThread, dbus_connection_has_messages_to_send(raw) != 0 {
+            submit {}
         }
+    }
+
+    deinit {
+        // Last: other threads may send until the connection object is gone
+        // (to a closed connection, libdbus drops the message), and submit
+        // may write to the eventfd after the loop has ended.
+        dbus_connection_unref(raw)
+        Glibc.close(wakeFD)
     }
 
     // MARK: Bus services
@@ -350,6 +365,10 @@ public final class Connection: @unchecked Sendable {
                 return state.jobs
             }
             for job in jobs { job() }
+            // Messages other threads sent while this thread held the
+            // connection's I/O: write what the socket takes now; the rest
+            // enables the write watch polled below.
+            if dbus_connection_has_messages_to_send(raw) != 0 { dbus_connection_read_write(raw, 0) }
             if shared.withLock({ $0.closed }) && pending.isEmpty && watches.isEmpty { break }
             if dbus_connection_get_is_connected(raw) == 0 && shared.withLock({ $0.closed }) { break }
 
@@ -396,8 +415,6 @@ public final class Connection: @unchecked Sendable {
         }
         for job in stranded { job() }
         failPending()
-        dbus_connection_unref(raw)
-        Glibc.close(wakeFD)
     }
 
     private func pollTimeout() -> Int32 {

@@ -4,8 +4,8 @@ import Glibc
 
 /// A child process started with posix_spawn: no shell, its own process
 /// group, an empty signal mask and default signal dispositions (todayd
-/// ignores SIGTERM and friends itself and must not pass that on), and
-/// pipes for standard input, output and error.
+/// ignores SIGTERM and friends itself and must not pass that on), pipes
+/// for standard input, output and error, and no other descriptor.
 struct SpawnedProcess {
     let pid: pid_t
     private(set) var stdin: Int32
@@ -46,6 +46,9 @@ struct SpawnedProcess {
         posix_spawn_file_actions_adddup2(&actions, fds[1][1], 1)
         posix_spawn_file_actions_adddup2(&actions, fds[2][1], 2)
         if let directory { today_spawn_add_chdir(&actions, directory) }
+        // Descriptors todayd's libraries opened without close-on-exec
+        // (Foundation's, for one) are not the provider's business.
+        today_spawn_add_closefrom(&actions, 3)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

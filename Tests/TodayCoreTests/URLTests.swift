@@ -56,7 +56,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: out) }
         let bundles = try BundleFolder()
         defer { bundles.remove() }
-        try Self.addApp(bundles, "org.example.Opener", name: "Opener", schemes: ["demo"], script: Self.recorder(out, "bundle"))
+        let listFDs = "ls /proc/self/fd | tr '\\n' ' ' > \"\(out.path)/fds\"\n"
+        try Self.addApp(bundles, "org.example.Opener", name: "Opener", schemes: ["demo"], script: listFDs + Self.recorder(out, "bundle"))
         // A second bundle claims the same scheme: "Opener.app" sorts first and wins, every time.
         try Self.addApp(bundles, "org.example.Zebra", name: "Zebra", schemes: ["Demo"], script: Self.recorder(out, "zebra"))
         let daemon = try TodayDaemon(bundles: [bundles.path])
@@ -69,6 +70,8 @@ import Testing
         for _ in 0..<3 { #expect(try await client.center("ResolveURL", [.string(url)]).body == [.string("org.example.Opener")]) }
         #expect(try await client.center("OpenURL", [.string(url), .vardict([])]).body == [.string("org.example.Opener")])
         #expect(try await Self.lines(out.appendingPathComponent("bundle")) == ["1|\(url)|"])
+        // Standard input, output and error only (and ls's listing of the folder).
+        #expect(try String(contentsOf: out.appendingPathComponent("fds"), encoding: .utf8) == "0 1 2 3 ")
 
         // 1. A running app that registered and exports org.freedesktop.Application.
         let app = try Connection(address: daemon.address)

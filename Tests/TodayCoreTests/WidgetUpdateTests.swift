@@ -163,8 +163,9 @@ import Testing
                     script: """
                         input=$(cat)
                         case "$input" in *"<plist"*) stdin=plist ;; *) stdin=other ;; esac
-                        printf '{"result": "new-data", "snapshot": {"id": "%s", "container": "%s", "groups": "%s", "bus": "%s", "pwd": "%s", "stdin": "%s", "argument": "%s"}}' \
-                          "$TODAY_WIDGET_ID" "$TODAY_CONTAINER" "$TODAY_GROUP_CONTAINERS" "$DBUS_SESSION_BUS_ADDRESS" "$(pwd)" "$stdin" "$1"
+                        fds=$(ls /proc/self/fd | tr '\n' ' ')
+                        printf '{"result": "new-data", "snapshot": {"id": "%s", "container": "%s", "groups": "%s", "bus": "%s", "pwd": "%s", "stdin": "%s", "argument": "%s", "fds": "%s"}}' \
+                          "$TODAY_WIDGET_ID" "$TODAY_CONTAINER" "$TODAY_GROUP_CONTAINERS" "$DBUS_SESSION_BUS_ADDRESS" "$(pwd)" "$stdin" "$1" "$fds"
                         """, groups: ["group.org.example.env", "group.org.example.other"])
             ])
         let daemon = try TodayDaemon(bundles: [bundles.path])
@@ -182,5 +183,8 @@ import Testing
         #expect(seen["bus"] == daemon.address)
         #expect(seen["stdin"] == "plist")
         #expect(seen["argument"] == "perform-update")
+        // Only the three pipes are inherited (ls adds 3, its listing of
+        // the folder): none of todayd's sockets or its libraries' pipes.
+        #expect(seen["fds"] == "0 1 2 3 ")
     }
 }

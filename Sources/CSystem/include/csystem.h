@@ -11,6 +11,10 @@ int today_pipe_cloexec(int fds[2]);
 /// posix_spawn_file_actions_addchdir_np, which glibc declares only under _GNU_SOURCE.
 int today_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
 
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes
+/// every descriptor from `lowest` up before it executes.
+int today_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int lowest);
+
 /// The process id a waitid() filled in; 0 when none changed state.
 pid_t today_siginfo_pid(const siginfo_t *info);
 
@@ -20,7 +24,8 @@ int today_pidfd_open(pid_t pid);
 
 /// Starts `path` with `argv` and `envp` detached from the caller: in a new
 /// session, as a grandchild that init adopts, with default signal
-/// dispositions and an empty signal mask. Returns 0 once the program has
+/// dispositions, an empty signal mask and no descriptors but standard
+/// input (/dev/null), output and error. Returns 0 once the program has
 /// been executed, or the errno of what failed (fork, setsid, execve).
 int today_spawn_detached(const char *path, char *const argv[], char *const envp[], const char *directory);
 
