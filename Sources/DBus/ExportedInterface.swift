@@ -14,6 +14,12 @@ public typealias MethodHandler = @Sendable (MethodCall) async throws -> [Value]
 /// Answers a method call at once, on the connection's loop thread. Only for
 /// work that cannot block.
 public typealias ImmediateMethodHandler = @Sendable (MethodCall) throws -> [Value]
+/// Takes a method call on the connection's loop thread and answers it
+/// later, from any thread, through `answer`: for calls whose answer comes
+/// from a thread of the service's own, so that it needs no task to wait
+/// on. Throwing answers the call with that error. Only for work that
+/// cannot block.
+public typealias DeferredMethodHandler = @Sendable (MethodCall, PendingAnswer) throws -> Void
 /// Accepts or refuses a new value for a writable property; the value is
 /// stored and announced once this returns.
 public typealias PropertySetter = @Sendable (MethodCall, Value) async throws -> Void
@@ -26,6 +32,7 @@ public final class ExportedInterface: Sendable {
     enum Handler {
         case task(MethodHandler)
         case immediate(ImmediateMethodHandler)
+        case deferred(DeferredMethodHandler)
     }
 
     let handlers: [String: Handler]
@@ -53,6 +60,7 @@ public final class ExportedInterface: Sendable {
         properties: [String: Value] = [:],
         methods: [String: MethodHandler] = [:],
         immediate: [String: ImmediateMethodHandler] = [:],
+        deferred: [String: DeferredMethodHandler] = [:],
         setters: [String: PropertySetter] = [:],
         guarded: Set<String> = [],
         readGuard: (@Sendable (MethodCall) async throws -> Void)? = nil
@@ -60,6 +68,7 @@ public final class ExportedInterface: Sendable {
         precondition(guarded.isEmpty || readGuard != nil, "guarded properties need a read guard")
         var handlers: [String: Handler] = methods.mapValues { .task($0) }
         for (name, handler) in immediate { handlers[name] = .immediate(handler) }
+        for (name, handler) in deferred { handlers[name] = .deferred(handler) }
         precondition(
             Set(handlers.keys) == Set(interface.methods.map(\.name.rawValue)),
             "handlers of \(interface.name) do not match its declared methods")

@@ -130,6 +130,15 @@ public final class ObjectServer: Sendable {
                 do { result = .success(try await work()) } catch { result = .failure(error) }
                 self.reply(to: handle, noReply: noReply, result, on: connection)
             }
+        case .deferred(let handler, let call, let outputs):
+            let answer = PendingAnswer { [self] result in
+                reply(to: handle, noReply: message.noReplyExpected, result.map { ($0, outputs) }, on: connection)
+            }
+            do {
+                try handler(call, answer)
+            } catch {
+                answer.fail(error)
+            }
         }
     }
 
@@ -139,6 +148,8 @@ public final class ObjectServer: Sendable {
         /// A reply made ready beforehand, addressed to the call.
         case prepared(@Sendable (MessageHandle) throws -> MessageHandle)
         case later(@Sendable () async throws -> ([Value], String?))
+        /// A handler that answers later, and the signature of its answer.
+        case deferred(DeferredMethodHandler, MethodCall, String)
     }
 
     private func route(_ message: Message, handle: MessageHandle, on connection: Connection) -> Outcome {
@@ -199,6 +210,8 @@ public final class ObjectServer: Sendable {
                 return .done(Result { (try handler(call), outputs) })
             case .task(let handler):
                 return .later { (try await handler(call), outputs) }
+            case .deferred(let handler):
+                return .deferred(handler, call, outputs)
             case nil:
                 return .done(.failure(DBusError(.unknownMethod, "no handler for \(member)")))
             }
@@ -342,5 +355,36 @@ public final class ObjectServer: Sendable {
             guard let reply = try? MessageHandle.error(to: call, dbusError) else { return }
             connection.send(reply)
         }
+    }
+}
+
+/// The answer a deferred method handler owes its caller: given once, from
+/// any thread, with `succeed` or `fail`. Later answers are ignored; an
+/// answer never given becomes an error when the last reference goes, so
+/// the caller is not left waiting.
+public final class PendingAnswer: Sendable {
+    private let send: Mutex<(@Sendable (Result<[Value], any Error>) -> Void)?>
+
+    init(_ send: @escaping @Sendable (Result<[Value], any Error>) -> Void) {
+        self.send = Mutex(send)
+    }
+
+    /// Answers with the method's output values.
+    public func succeed(_ values: [Value]) { complete(.success(values)) }
+
+    /// Answers with an error: a `DBusError` keeps its name, anything else
+    /// is `org.freedesktop.DBus.Error.Failed`.
+    public func fail(_ error: any Error) { complete(.failure(error)) }
+
+    public func complete(_ result: Result<[Value], any Error>) {
+        let send = send.withLock { send in
+            defer { send = nil }
+            return send
+        }
+        send?(result)
+    }
+
+    deinit {
+        send.withLock { $0 }?(.failure(DBusError.failed("the service dropped the call without an answer")))
     }
 }

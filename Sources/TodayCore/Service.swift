@@ -50,6 +50,8 @@ public final class TodayService: Sendable {
             var record: WidgetRecord
             var snapshot: PlistDictionary
             var running: UpdateInProgress?
+            /// The exec provider made from `manifest`, once it has run.
+            var provider: Result<ExecProvider, ProviderRun.Problem>?
         }
 
         init(id: String, object: ExportedInterface, data: Data) {
@@ -84,11 +86,6 @@ public final class TodayService: Sendable {
                 "Reload": { _ in
                     try service().reload()
                     return []
-                },
-                "PerformUpdate": { call in
-                    let service = try service()
-                    let id = try Self.widgetID(call.arguments[0])
-                    return try await service.limitingCalls(of: call.sender) { [.string(try await service.performUpdate(id))] }
                 },
                 "UpdateAll": { call in
                     let service = try service()
@@ -135,6 +132,11 @@ public final class TodayService: Sendable {
             immediate: [
                 "ListWidgets": { _ in
                     [.objectPaths(try service().widgetIDs.map(Today.widgetPath))]
+                }
+            ],
+            deferred: [
+                "PerformUpdate": { call, answer in
+                    try service().answerUpdate(try Self.widgetID(call.arguments[0]), call, answer)
                 }
             ])
         holder.withLock { $0 = self }
@@ -227,6 +229,7 @@ public final class TodayService: Sendable {
                     let differs = existing.data.withLock { data in
                         guard data.manifest != manifest else { return false }
                         data.manifest = manifest
+                        data.provider = nil
                         data.record.schedule.plan(at: now, interval: manifest.updateInterval, hasContent: data.record.hasContent, outcome: nil, scheduled: false)
                         return true
                     }
@@ -239,14 +242,16 @@ public final class TodayService: Sendable {
                     let object = ExportedInterface(
                         Today.widget, properties: Self.properties(of: data, at: now),
                         methods: [
-                            "PerformUpdate": { [weak self] call in
-                                guard let self else { throw DBusError.failed("todayd is shutting down") }
-                                return try await self.limitingCalls(of: call.sender) { [.string(try await self.performUpdate(id))] }
-                            },
                             "Activate": { [weak self] call in
                                 guard let self else { throw DBusError.failed("todayd is shutting down") }
                                 return [.string(try await self.activate(id, platformData: call.arguments[0]))]
-                            },
+                            }
+                        ],
+                        deferred: [
+                            "PerformUpdate": { [weak self] call, answer in
+                                guard let self else { throw DBusError.failed("todayd is shutting down") }
+                                try self.answerUpdate(id, call, answer)
+                            }
                         ])
                     let widget = Widget(id: id, object: object, data: data)
                     state.widgets[id] = widget
@@ -335,6 +340,13 @@ public final class TodayService: Sendable {
     public static let maximumPendingCalls = 64
 
     func limitingCalls<T: Sendable>(of sender: String, _ body: () async throws -> T) async throws -> T {
+        try admit(sender)
+        defer { release(sender) }
+        return try await body()
+    }
+
+    /// Counts a call of `sender` that waits for an update, or refuses it.
+    func admit(_ sender: String) throws {
         let admitted = state.withLock { state -> Bool in
             let count = state.pendingCalls[sender, default: 0]
             guard count < Self.maximumPendingCalls else { return false }
@@ -344,13 +356,25 @@ public final class TodayService: Sendable {
         guard admitted else {
             throw DBusError(.limitsExceeded, "this connection already waits for \(Self.maximumPendingCalls) updates; wait for their answers first")
         }
-        defer {
-            state.withLock { state in
-                let count = state.pendingCalls[sender, default: 1] - 1
-                state.pendingCalls[sender] = count > 0 ? count : nil
-            }
+    }
+
+    func release(_ sender: String) {
+        state.withLock { state in
+            let count = state.pendingCalls[sender, default: 1] - 1
+            state.pendingCalls[sender] = count > 0 ? count : nil
         }
-        return try await body()
+    }
+
+    /// PerformUpdate from the bus: started on the connection's loop thread
+    /// and answered by whichever thread finishes the update (a provider's,
+    /// usually), with no task in between.
+    func answerUpdate(_ id: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
+        let sender = call.sender
+        try admit(sender)
+        performUpdate(id) { [self] result in
+            release(sender)
+            answer.complete(result.map { [.string($0)] })
+        }
     }
 
     /// Runs the widget's provider, or joins the run already going, and
@@ -360,7 +384,21 @@ public final class TodayService: Sendable {
     /// its back-off (`Schedule.requestDelay`) has passed: such a call is
     /// answered with Error.ProviderFailed at once.
     public func performUpdate(_ id: String, scheduled: Bool = false) async throws -> String {
-        let widget = try widget(id)
+        try await withCheckedThrowingContinuation { continuation in
+            performUpdate(id, scheduled: scheduled) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// `performUpdate` for callers that wait without a task: `done` gets
+    /// the result once the outcome is stored and announced, on the thread
+    /// that finished the run.
+    func performUpdate(_ id: String, scheduled: Bool = false, done: @escaping @Sendable (Result<String, any Error>) -> Void) {
+        let widget: Widget
+        do {
+            widget = try self.widget(id)
+        } catch {
+            return done(.failure(error))
+        }
         let now = self.now()
         let started = widget.data.withLock { data -> Result<(UpdateInProgress, joined: Bool), TodayError> in
             if let running = data.running { return .success((running, true)) }
@@ -380,12 +418,13 @@ public final class TodayService: Sendable {
             data.running = update
             return .success((update, false))
         }
-        let (update, joined) = try started.get()
-        if joined { return await update.result() }
-        // The first caller runs the update itself, on its own task.
-        let result = await self.update(widget, scheduled: scheduled)
-        update.finish(result)
-        return result
+        switch started {
+        case .failure(let error):
+            done(.failure(error))
+        case .success(let (update, joined)):
+            update.whenFinished { done(.success($0)) }
+            if !joined { self.update(widget, scheduled: scheduled) { update.finish($0) } }
+        }
     }
 
     /// Updates every widget that has content, concurrently.
@@ -403,9 +442,18 @@ public final class TodayService: Sendable {
         }
     }
 
-    private func update(_ widget: Widget, scheduled: Bool) async -> String {
-        let (manifest, previous) = widget.data.withLock { ($0.manifest, $0.snapshot) }
-        var outcome = await provide(manifest, previous: previous)
+    /// Runs the provider and records its outcome; `done` gets the result
+    /// on the thread that ran the provider.
+    private func update(_ widget: Widget, scheduled: Bool, done: @escaping @Sendable (String) -> Void) {
+        let previous = widget.data.withLock { $0.snapshot }
+        provide(widget, previous: previous) { [self] outcome in
+            done(record(outcome, of: widget, previous: previous, scheduled: scheduled))
+        }
+    }
+
+    /// Stores and announces what a provider run came to; returns the result.
+    private func record(_ outcome: ProviderOutcome, of widget: Widget, previous: PlistDictionary, scheduled: Bool) -> String {
+        var outcome = outcome
         if isStopping {
             widget.data.withLock { $0.running = nil }
             return "failed"
@@ -475,23 +523,37 @@ public final class TodayService: Sendable {
         for widget in widgets { saveRecord(widget.data.withLock { $0.record }, of: widget) }
     }
 
-    /// One provider run for `manifest`, whatever kind of provider it has.
-    func provide(_ manifest: WidgetManifest, previous: PlistDictionary) async -> ProviderOutcome {
+    /// One provider run for `widget`, whatever kind of provider it has;
+    /// `done` gets the outcome on the thread that waited for it.
+    func provide(_ widget: Widget, previous: PlistDictionary, done: @escaping @Sendable (ProviderOutcome) -> Void) {
+        let manifest = widget.data.withLock { $0.manifest }
         if let name = manifest.providerBusName {
-            return await BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)))
-                .run(previous: previous)
-        }
-        groups.prepareContainers(manifest.groups)
-        let provider: ExecProvider
-        switch ProviderRun.execProvider(manifest, directories: directories, environment: environment, busAddress: busAddress) {
-        case .success(let made): provider = made
-        case .failure(let problem):
-            log.warning("\(manifest.bundleIdentifier): \(problem)")
-            return .failed("no-provider")
+            let provider = BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)))
+            Task { done(await provider.run(previous: previous)) }
+            return
         }
         let id = manifest.bundleIdentifier
-        return await slots.withSlot {
-            await provider.run(previous: previous, running: providers) { [log] line in log.warning("\(id): \(line)") }
+        slots.run { [self] in
+            // The executable is resolved once per manifest (a rescan that
+            // changes the bundle brings a new one) and again after it could
+            // not be started. What was resolved is what runs, whatever the
+            // bundle's links say later.
+            let kept = widget.data.withLock { $0.provider }
+            let prepared =
+                kept ?? ProviderRun.execProvider(manifest, directories: directories, environment: environment, busAddress: busAddress)
+            switch prepared {
+            case .failure(let problem):
+                log.warning("\(id): \(problem)")
+                done(.failed("no-provider"))
+            case .success(let provider):
+                groups.prepareContainers(manifest.groups)
+                let outcome = provider.runBlocking(previous: previous, running: providers) { [log] line in log.warning("\(id): \(line)") }
+                widget.data.withLock { data in
+                    guard data.manifest == manifest else { return }
+                    data.provider = outcome == .failed("no-provider") ? nil : prepared
+                }
+                done(outcome)
+            }
         }
     }
 
@@ -537,7 +599,7 @@ public final class TodayService: Sendable {
                 return false
             }
             if due {
-                Task { _ = try? await self.performUpdate(widget.id, scheduled: true) }
+                performUpdate(widget.id, scheduled: true) { _ in }
             } else {
                 // The budget starts again at midnight.
                 let left = widget.data.withLock { $0.record.schedule.left(at: now) }
@@ -551,17 +613,23 @@ public final class TodayService: Sendable {
 /// An update that is running; callers that arrive meanwhile wait for its
 /// result instead of starting another provider run.
 final class UpdateInProgress: Sendable {
-    private let state = Mutex<(result: String?, waiting: [CheckedContinuation<String, Never>])>((nil, []))
+    private let state = Mutex<(result: String?, waiting: [@Sendable (String) -> Void])>((nil, []))
 
     func result() async -> String {
         await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> String? in
-                if let result = state.result { return result }
-                state.waiting.append(continuation)
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
+            whenFinished { continuation.resume(returning: $0) }
         }
+    }
+
+    /// Runs `done` with the result: at once if the update has finished,
+    /// else on the thread that finishes it.
+    func whenFinished(_ done: @escaping @Sendable (String) -> Void) {
+        let ready = state.withLock { state -> String? in
+            if let result = state.result { return result }
+            state.waiting.append(done)
+            return nil
+        }
+        if let ready { done(ready) }
     }
 
     func finish(_ result: String) {
@@ -570,51 +638,42 @@ final class UpdateInProgress: Sendable {
             defer { state.waiting = [] }
             return state.waiting
         }
-        for continuation in waiting { continuation.resume(returning: result) }
+        for done in waiting { done(result) }
     }
 }
 
 /// Bounds how many providers run at once, so that UpdateAll over many
-/// widgets cannot start them all together.
+/// widgets cannot start them all together. Each run blocks a thread of
+/// its own (it waits in poll() for as long as the provider takes).
 final class ProviderSlots: Sendable {
-    private let state: Mutex<(free: Int, waiting: [CheckedContinuation<Void, Never>])>
+    private let state: Mutex<(free: Int, waiting: [@Sendable () -> Void])>
+    private let threads = BlockingThreads()
 
     init(count: Int) { state = Mutex((count, [])) }
 
-    func withSlot<T: Sendable>(_ body: () async -> T) async -> T {
-        let free = state.withLock { state -> Bool in
-            guard state.free > 0 else { return false }
+    /// Runs `job` on a thread of its own once a slot is free.
+    func run(_ job: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            guard state.free > 0 else {
+                state.waiting.append(job)
+                return false
+            }
             state.free -= 1
             return true
         }
-        // Waiting only when every slot is taken: a continuation costs a
-        // trip through the scheduler even when resumed at once.
-        if !free {
-            await waitForSlot()
-        }
-        let result = await body()
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiting.isEmpty {
-                state.free += 1
-                return nil
-            }
-            return state.waiting.removeFirst()
-        }
-        next?.resume()
-        return result
-    }
-
-    private func waitForSlot() async {
-        await withCheckedContinuation { continuation in
-            let granted = state.withLock { state -> Bool in
-                if state.free > 0 {
-                    state.free -= 1
-                    return true
+        guard now else { return }
+        threads.run { [self] in
+            job()
+            // The slot passes to the next waiting job, on this thread.
+            while let next = state.withLock({ state -> (@Sendable () -> Void)? in
+                guard !state.waiting.isEmpty else {
+                    state.free += 1
+                    return nil
                 }
-                state.waiting.append(continuation)
-                return false
+                return state.waiting.removeFirst()
+            }) {
+                next()
             }
-            if granted { continuation.resume() }
         }
     }
 }

@@ -38,6 +38,62 @@ import Testing
         }
     }
 
+    /// A deferred handler answers from a thread of its own: what it sends
+    /// before answering arrives before the answer; an error it throws, or
+    /// an answer it drops, still answers the call; a second answer is ignored.
+    @Test func deferredAnswersFromAnyThread() async throws {
+        try await withPrivateBus { bus, server in
+            let declaration = Interface(
+                InterfaceName("org.example.Deferred1"),
+                methods: [
+                    Method(MemberName("Work"), in: [Argument("how", "s")], out: [Argument("result", "s")])
+                ],
+                signals: [Signal(MemberName("Working"), [Argument("how", "s")])])
+            let object = Locked<ExportedInterface?>(nil)
+            let exported = ExportedInterface(
+                declaration,
+                deferred: [
+                    "Work": { call, answer in
+                        let how = call.arguments.first?.string ?? ""
+                        if how == "throw" { throw DBusError.invalidArgs("refused at once") }
+                        Thread.detachNewThread {
+                            switch how {
+                            case "drop": return
+                            case "twice":
+                                answer.succeed([.string("first")])
+                                answer.succeed([.string("second")])
+                            default:
+                                try? object.value?.emit("Working", [.string(how)])
+                                answer.succeed([.string("done " + how)])
+                            }
+                        }
+                    }
+                ])
+            object.withLock { $0 = exported }
+            server.objects.export(TestObject.path, [exported])
+            let client = try bus.connect()
+            defer { client.close() }
+            let d = BusName(rawValue: server.uniqueName)
+            let seen = Locked<[String]>([])
+            try await client.subscribe(MatchRule(path: TestObject.path, interface: declaration.name, member: MemberName("Working"))) {
+                message in seen.withLock { $0.append(message.body.first?.string ?? "") }
+            }
+            func work(_ how: String) async throws -> String {
+                let reply = try await client.call(d, path: TestObject.path, interface: declaration.name, member: MemberName("Work"), [.string(how)])
+                return reply.body.first?.string ?? ""
+            }
+            for index in 0..<50 {
+                #expect(try await work("n\(index)") == "done n\(index)")
+                #expect(seen.value.last == "n\(index)", "the signal sent before the answer arrived first")
+            }
+            #expect(try await work("twice") == "first")
+            let thrown = await #expect(throws: DBusError.self) { try await work("throw") }
+            #expect(thrown?.name == .invalidArgs)
+            let dropped = await #expect(throws: DBusError.self) { try await work("drop") }
+            #expect(dropped?.message.contains("without an answer") == true)
+        }
+    }
+
     @Test func propertiesAndTheirChanges() async throws {
         try await withPrivateBus { bus, server in
             let object = TestObject.make()
