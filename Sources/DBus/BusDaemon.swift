@@ -8,7 +8,7 @@ import Synchronization
 public final class BusDaemon: Sendable {
     /// The address to connect to, as the daemon printed it.
     public let address: String
-    private let process: Process
+    private let pid: pid_t
     private let stopped = Mutex(false)
 
     private let configFolder: String?
@@ -20,32 +20,71 @@ public final class BusDaemon: Sendable {
     public init(
         executable: String = "/usr/bin/dbus-daemon", serviceFolders: [String]? = nil, environment: [String: String]? = nil
     ) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        if let environment { process.environment = environment }
         var configFolder: String?
+        let arguments: [String]
         if let serviceFolders {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bus-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let file = folder.appendingPathComponent("session.conf")
             try Data(Self.configuration(serviceFolders: serviceFolders).utf8).write(to: file)
-            process.arguments = ["--config-file=\(file.path)", "--nofork", "--nopidfile", "--print-address"]
+            arguments = ["--config-file=\(file.path)", "--nofork", "--nopidfile", "--print-address"]
             configFolder = folder.path
         } else {
-            process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address"]
+            arguments = ["--session", "--nofork", "--nopidfile", "--print-address"]
         }
         self.configFolder = configFolder
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = BusDaemon.readLine(output.fileHandleForReading)
+        let (pid, output) = try Self.spawn(executable, arguments: arguments, environment: environment)
+        let line = BusDaemon.readLine(FileHandle(fileDescriptor: output, closeOnDealloc: true))
         guard !line.isEmpty else {
-            kill(process.processIdentifier, SIGKILL)
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, nil, 0)
+            if let configFolder { try? FileManager.default.removeItem(atPath: configFolder) }
             throw DBusError.failed("\(executable) printed no address; is the dbus-daemon package installed?")
         }
-        self.process = process
+        self.pid = pid
         self.address = line
+    }
+
+    /// Starts the daemon with posix_spawn (Foundation's Process would add a
+    /// SIGCHLD handler that wakes threads whenever any child of this process
+    /// ends, providers included): standard output a pipe, whose read end
+    /// is returned, standard error /dev/null, an empty signal mask and
+    /// default signal dispositions.
+    private static func spawn(
+        _ executable: String, arguments: [String], environment: [String: String]?
+    ) throws -> (pid_t, Int32) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw DBusError.failed("cannot make a pipe: \(String(cString: strerror(errno)))") }
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        defer { close(ends[1]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { envp?.forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = envp.map { posix_spawn(&pid, executable, &actions, &attributes, argv, $0) }
+            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard status == 0 else {
+            close(ends[0])
+            throw DBusError.failed("cannot start \(executable): \(String(cString: strerror(status))); is the dbus-daemon package installed?")
+        }
+        return (pid, ends[0])
     }
 
     /// A session bus configuration that activates services only from `serviceFolders`.
@@ -88,7 +127,6 @@ public final class BusDaemon: Sendable {
         // Once reaped, the pid may belong to someone else: stop only once.
         guard !stopped.withLock({ was in defer { was = true }; return was }) else { return }
         if let configFolder { try? FileManager.default.removeItem(atPath: configFolder) }
-        let pid = process.processIdentifier
         guard kill(pid, SIGKILL) == 0 else { return }
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
