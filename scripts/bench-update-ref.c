@@ -1,48 +1,18 @@
 /* The least a PerformUpdate over D-Bus can cost: a libdbus service that,
- * on any method call, starts the provider as bench-spawn does (posix_spawn
- * with its argument, the previous snapshot on standard input, standard
- * output read to the end, then reaped), announces the outcome as todayd
+ * on any method call, starts the provider as bench-spawn does (the same
+ * bench_run_provider, from bench-provider.h), announces the outcome as todayd
  * does (PropertiesChanged of the widget's LastUpdated, then Updated) and
  * replies with the result. No limits, no parsing, no threads: the floor
  * that todayd's figure is compared with, on the same bus in the same run.
  *   bench-update-ref NAME EXECUTABLE */
 #include <dbus/dbus.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-extern char **environ;
+#include "bench-provider.h"
+
 static const char *executable;
-
-static void run_provider(void) {
-    static const char input[] =
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict/>\n</plist>\n";
-    char buffer[65536];
-    int in[2], out[2];
-    if (pipe(in) || pipe(out)) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_addclose(&actions, in[1]);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    char *args[] = {(char *)executable, "perform-update", NULL};
-    pid_t pid;
-    int failed = posix_spawn(&pid, executable, &actions, NULL, args, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(in[0]);
-    close(out[1]);
-    if (!failed && write(in[1], input, sizeof input - 1) < 0) { /* the provider may not read it */ }
-    close(in[1]);
-    while (read(out[0], buffer, sizeof buffer) > 0) {}
-    close(out[0]);
-    int status;
-    if (!failed) waitpid(pid, &status, 0);
-}
 
 static void announce(DBusConnection *connection, const char *path, const char *result) {
     struct timespec now;
@@ -74,7 +44,7 @@ static void announce(DBusConnection *connection, const char *path, const char *r
 static DBusHandlerResult on_message(DBusConnection *connection, DBusMessage *message, void *data) {
     (void)data;
     if (dbus_message_get_type(message) != DBUS_MESSAGE_TYPE_METHOD_CALL) return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
-    run_provider();
+    bench_run_provider(executable);
     const char *result = "no-data";
     announce(connection, dbus_message_get_path(message), result);
     DBusMessage *reply = dbus_message_new_method_return(message);
