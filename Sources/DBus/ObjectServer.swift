@@ -376,6 +376,7 @@ public final class PendingAnswer: Sendable {
     /// is `org.freedesktop.DBus.Error.Failed`.
     public func fail(_ error: any Error) { complete(.failure(error)) }
 
+    /// Answers with output values or an error, whichever `result` holds.
     public func complete(_ result: Result<[Value], any Error>) {
         let send = send.withLock { send in
             defer { send = nil }

@@ -647,7 +647,6 @@ final class UpdateInProgress: Sendable {
 /// its own (it waits in poll() for as long as the provider takes).
 final class ProviderSlots: Sendable {
     private let state: Mutex<(free: Int, waiting: [@Sendable () -> Void])>
-    private let threads = BlockingThreads()
 
     init(count: Int) { state = Mutex((count, [])) }
 
@@ -662,7 +661,7 @@ final class ProviderSlots: Sendable {
             return true
         }
         guard now else { return }
-        threads.run { [self] in
+        ExecProvider.runners.run { [self] in
             job()
             // The slot passes to the next waiting job, on this thread.
             while let next = state.withLock({ state -> (@Sendable () -> Void)? in
