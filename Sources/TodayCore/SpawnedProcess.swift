@@ -21,8 +21,24 @@ struct SpawnedProcess {
     /// the end of todayd; children get the default disposition back.
     private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
+    /// The thread that starts a child is its parent for the kernel, and
+    /// this thread waits for it through a pidfd and `waitpid`, not through
+    /// SIGCHLD. With SIGCHLD unblocked here (its disposition is the
+    /// default, ignore), the kernel drops the signal at the child's exit;
+    /// blocked, as on the threads of a thread pool, it is queued for the
+    /// process and wakes every thread that waits for signals (dispatch's
+    /// signalfd, the main thread's sigsuspend) for nothing, at every
+    /// provider's exit.
+    private static func takeChildExitsQuietly() {
+        var childExits = sigset_t()
+        sigemptyset(&childExits)
+        sigaddset(&childExits, SIGCHLD)
+        pthread_sigmask(SIG_UNBLOCK, &childExits, nil)
+    }
+
     init(_ executable: String, arguments: [String], directory: String?, environment: [String: String]) throws {
         Self.ignoreBrokenPipes
+        Self.takeChildExitsQuietly()
         var fds: [[Int32]] = []
         for _ in 0..<3 {
             var pair: [Int32] = [-1, -1]

@@ -129,6 +129,33 @@ import Testing
         #expect(stat(first.home.path + "/state/todayd/widgets/\(id).plist", &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 
+    /// todayd's main thread sleeps in sigsuspend while it serves; a
+    /// provider's exit must not wake it (nor dispatch's signal thread).
+    @Test func aProviderExitWakesNoSignalWaiter() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        // The sleep lets the thread that started the provider return from
+        // posix_spawn, which blocks every signal while it runs, before the
+        // provider ends.
+        try bundles.addApp("org.example.Quiet", widgets: [.init(name: "W", script: "sleep 0.05\necho '{\"result\": \"no-data\"}'")])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let connection = try await daemon.ready()
+        defer { connection.close() }
+        let pid = daemon.process.processIdentifier
+        func mainThreadSwitches() throws -> Int {
+            let status = try String(contentsOfFile: "/proc/\(pid)/task/\(pid)/status", encoding: .utf8)
+            let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+            return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? -1
+        }
+        let before = try mainThreadSwitches()
+        for _ in 0..<10 {
+            #expect(try await connection.widget("org.example.Quiet.W", "PerformUpdate").body == [.string("no-data")])
+        }
+        let after = try mainThreadSwitches()
+        #expect(before >= 0 && after - before < 5, "the main thread woke \(after - before) times during 10 provider runs")
+    }
+
     @Test func busctlShowsTheObjects() async throws {
         let daemon = try TodayDaemon(bundles: [Paths.examples])
         defer { daemon.stop() }
