@@ -106,11 +106,9 @@ struct SpawnedProcess {
         case killed(String)
     }
 
-    /// How often, in milliseconds, the resident size is looked at.
-    static let memoryCheckInterval: Int32 = 100
-
     /// Feeds `input`, collects standard output and error, and enforces
-    /// `limits` until the process ends; then reaps it. `beforeReap` runs
+    /// `limits` until the process ends (the time limit here, the memory
+    /// limit through `MemoryWatch`); then reaps it. `beforeReap` runs
     /// once the process has ended but while its pid is still reserved.
     /// Leftover processes of its group are killed.
     mutating func communicate(
@@ -124,11 +122,12 @@ struct SpawnedProcess {
         var reason: String?
         var killAt: ContinuousClock.Instant?
         var exited = false
-        var lastMemoryCheck = start
+        let memory = MemoryWatch.shared.watch(pid, limit: limits.memory)
         // Readable when the process ends; without it, look every 20 ms.
         let exitFD = today_pidfd_open(pid)
         defer { if exitFD >= 0 { close(exitFD) } }
-        for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        // Our ends of fresh pipes have no other status flag to keep.
+        for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
         if input.isEmpty { closeInput() }
         var buffer = [UInt8](repeating: 0, count: 65_536)
 
@@ -145,7 +144,11 @@ struct SpawnedProcess {
             if stdout >= 0 { polls.append(pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)) }
             if stderr >= 0 { polls.append(pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)) }
             if exitFD >= 0 { polls.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)) }
-            _ = poll(&polls, nfds_t(polls.count), exitFD >= 0 ? Self.memoryCheckInterval : 20)
+            // Nothing to do before the process ends, writes or reaches a
+            // deadline: the time limit, or the grace after SIGTERM.
+            let deadline = killAt ?? (start + limits.timeout)
+            let wait = exitFD >= 0 ? Self.milliseconds(until: deadline) : 20
+            _ = poll(&polls, nfds_t(polls.count), wait)
             for entry in polls where entry.revents != 0 && entry.fd != exitFD {
                 if entry.fd == stdin {
                     let written = input.withUnsafeBytes { raw in
@@ -172,11 +175,13 @@ struct SpawnedProcess {
             }
             let now = ContinuousClock.now
             if reason == nil, now - start >= limits.timeout { stop("timeout", signal: SIGTERM) }
-            if let killAt, now >= killAt { kill(-pid, SIGKILL) }
-            if reason == nil, now - lastMemoryCheck >= .milliseconds(Self.memoryCheckInterval) {
-                lastMemoryCheck = now
-                if Self.residentBytes(ofTree: pid) > limits.memory { stop("memory-limit", signal: SIGKILL) }
+            if let due = killAt, now >= due {
+                kill(-pid, SIGKILL)
+                // Again later if the process outlives it (an uninterruptible
+                // wait delays it).
+                killAt = now + .milliseconds(100)
             }
+            if reason == nil, memory.exceeded { stop("memory-limit", signal: SIGKILL) }
             var info = siginfo_t()
             if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, today_siginfo_pid(&info) == pid {
                 exited = true
@@ -201,6 +206,8 @@ struct SpawnedProcess {
         for fd in [stdout, stderr] where fd >= 0 { close(fd) }
         stdout = -1
         stderr = -1
+        MemoryWatch.shared.stop(memory)
+        if reason == nil, memory.exceeded { reason = "memory-limit" }
         beforeReap()
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -215,56 +222,18 @@ struct SpawnedProcess {
         return (.signaled(signalNumber), output)
     }
 
+    /// A poll() timeout that ends at `deadline`, rounded up.
+    static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
+        let left = ContinuousClock.now.duration(to: deadline)
+        guard left > .zero else { return 0 }
+        let (seconds, attoseconds) = left.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+    }
+
     private mutating func closeInput() {
         if stdin >= 0 {
             close(stdin)
             stdin = -1
         }
-    }
-
-    /// The resident size of a process and every process below it.
-    static func residentBytes(ofTree root: pid_t) -> UInt64 {
-        var total: UInt64 = 0
-        var pending = [root]
-        var visited = 0
-        while let pid = pending.popLast(), visited < 4096 {
-            visited += 1
-            total += residentBytes(pid) ?? 0
-            pending += children(of: pid)
-        }
-        return total
-    }
-
-    /// The children of a process, from /proc/<pid>/task/<tid>/children.
-    static func children(of pid: pid_t) -> [pid_t] {
-        guard let folder = opendir("/proc/\(pid)/task") else { return [] }
-        defer { closedir(folder) }
-        var result: [pid_t] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while let entry = readdir(folder) {
-            let task = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard task.first?.isNumber == true else { continue }
-            let fd = open("/proc/\(pid)/task/\(task)/children", O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            let count = read(fd, &buffer, buffer.count)
-            close(fd)
-            guard count > 0 else { continue }
-            result += buffer[0..<count].split(whereSeparator: { $0 == 0x20 || $0 == 0x0A })
-                .compactMap { pid_t(String(decoding: $0, as: UTF8.self)) }
-        }
-        return result
-    }
-
-    /// The resident size of a process, from /proc/<pid>/statm.
-    static func residentBytes(_ pid: pid_t) -> UInt64? {
-        let fd = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 128)
-        let count = read(fd, &buffer, buffer.count)
-        guard count > 0 else { return nil }
-        let fields = buffer[0..<count].split(separator: UInt8(ascii: " "))
-        guard fields.count > 1, let pages = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
-        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
     }
 }

@@ -1,0 +1,131 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// Looks at the resident size of every running provider ten times a
+/// second, on one thread for all of them, and kills (with its process
+/// group) a provider over its limit. With 50 providers running, that is
+/// ten wakeups a second instead of 500: the threads that wait for
+/// providers sleep until one ends or reaches its time limit.
+final class MemoryWatch: Sendable {
+    static let shared = MemoryWatch()
+
+    /// How long between two looks.
+    static let interval: Duration = .milliseconds(100)
+
+    /// One provider under watch; its thread asks `exceeded` once the
+    /// provider has ended.
+    final class Watched: Sendable {
+        let pid: pid_t
+        let limit: UInt64
+        fileprivate let killed = Atomic<Bool>(false)
+
+        fileprivate init(pid: pid_t, limit: UInt64) {
+            self.pid = pid
+            self.limit = limit
+        }
+
+        /// Whether the watch killed the provider for its resident size.
+        var exceeded: Bool { killed.load(ordering: .acquiring) }
+    }
+
+    private let watched = Mutex<[pid_t: Watched]>([:])
+    private let work = DispatchSemaphore(value: 0)
+    private let thread = Mutex(false)
+
+    /// Watches `pid`, a process group leader, from now until `stop`.
+    func watch(_ pid: pid_t, limit: UInt64) -> Watched {
+        let entry = Watched(pid: pid, limit: limit)
+        let first = watched.withLock { table in
+            table[pid] = entry
+            return table.count == 1
+        }
+        startThread()
+        if first { work.signal() }
+        return entry
+    }
+
+    /// Ends the watch of a provider that has ended. Called before the
+    /// provider is reaped: its pid cannot be reused before, so the watch
+    /// never signals a process that is not a provider.
+    func stop(_ entry: Watched) {
+        watched.withLock { table in
+            if table[entry.pid] === entry { table[entry.pid] = nil }
+        }
+    }
+
+    private func startThread() {
+        let start = thread.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        guard start else { return }
+        Thread.detachNewThread { [self] in
+            while true {
+                if watched.withLock({ $0.isEmpty }) {
+                    work.wait()
+                    continue
+                }
+                usleep(useconds_t(Self.interval / .microseconds(1)))
+                look()
+            }
+        }
+    }
+
+    private func look() {
+        for entry in watched.withLock({ Array($0.values) }) where Self.residentBytes(ofTree: entry.pid) > entry.limit {
+            watched.withLock { table in
+                guard table[entry.pid] === entry else { return }
+                entry.killed.store(true, ordering: .releasing)
+                kill(-entry.pid, SIGKILL)
+            }
+        }
+    }
+
+    /// The resident size of a process and every process below it.
+    static func residentBytes(ofTree root: pid_t) -> UInt64 {
+        var total: UInt64 = 0
+        var pending = [root]
+        var visited = 0
+        while let pid = pending.popLast(), visited < 4096 {
+            visited += 1
+            total += residentBytes(pid) ?? 0
+            pending += children(of: pid)
+        }
+        return total
+    }
+
+    /// The children of a process, from /proc/<pid>/task/<tid>/children.
+    static func children(of pid: pid_t) -> [pid_t] {
+        guard let folder = opendir("/proc/\(pid)/task") else { return [] }
+        defer { closedir(folder) }
+        var result: [pid_t] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while let entry = readdir(folder) {
+            let task = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard task.first?.isNumber == true else { continue }
+            let fd = open("/proc/\(pid)/task/\(task)/children", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            close(fd)
+            guard count > 0 else { continue }
+            result += buffer[0..<count].split(whereSeparator: { $0 == 0x20 || $0 == 0x0A })
+                .compactMap { pid_t(String(decoding: $0, as: UTF8.self)) }
+        }
+        return result
+    }
+
+    /// The resident size of a process, from /proc/<pid>/statm.
+    static func residentBytes(_ pid: pid_t) -> UInt64? {
+        let fd = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        let fields = buffer[0..<count].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let pages = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
