@@ -104,7 +104,12 @@ enum JSON {
         func fail(_ message: String) -> PlistError { PlistError("JSON, byte \(index): \(message)") }
 
         mutating func skipSpace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         mutating func expect(_ literal: String) throws {
@@ -201,6 +206,15 @@ enum JSON {
 
         mutating func string() throws -> String {
             try expect("\"")
+            // Most strings have no escape: one decoding of the bytes.
+            var end = index
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 {
+                end += 1
+            }
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                defer { index = end + 1 }
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<end]), as: UTF8.self)
+            }
             var scalars = String.UnicodeScalarView()
             var run: [UInt8] = []
             func flush() {

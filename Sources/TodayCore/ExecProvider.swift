@@ -72,13 +72,16 @@ public final class RunningProviders: Sendable {
 /// variables in its environment; standard output parsed as an XML plist
 /// or a JSON object, under a time, memory and output limit.
 public struct ExecProvider: Sendable {
-    public var widgetID: String
-    public var executable: String
-    public var container: String
-    public var groupContainers: [(String, String)]
-    public var busAddress: String?
-    public var environment: [String: String]
-    public var limits: ProviderLimits
+    public let widgetID: String
+    public let executable: String
+    public let container: String
+    public let groupContainers: [(String, String)]
+    public let busAddress: String?
+    public let environment: [String: String]
+    public let limits: ProviderLimits
+    /// The argument list and environment as posix_spawn takes them, made
+    /// once: a widget's provider is kept from run to run.
+    let launch: (arguments: CStrings, environment: CStrings)
 
     public init(
         widgetID: String, executable: String, container: String, groupContainers: [(String, String)],
@@ -91,6 +94,12 @@ public struct ExecProvider: Sendable {
         self.busAddress = busAddress
         self.environment = environment
         self.limits = limits
+        var seen = environment
+        seen["TODAY_WIDGET_ID"] = widgetID
+        seen["TODAY_CONTAINER"] = container
+        seen["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
+        if let busAddress { seen["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
+        launch = (CStrings([executable, "perform-update"]), CStrings(seen.map { "\($0.key)=\($0.value)" }))
     }
 
     /// Runs the provider on a thread of its own and returns what it gave.
@@ -109,16 +118,6 @@ public struct ExecProvider: Sendable {
     /// queue's threads are reused from run to run.
     static let runners = BlockingThreads()
 
-    /// The environment the provider sees: the session's, then ours on top.
-    var providerEnvironment: [String: String] {
-        var result = environment
-        result["TODAY_WIDGET_ID"] = widgetID
-        result["TODAY_CONTAINER"] = container
-        result["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
-        if let busAddress { result["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
-        return result
-    }
-
     public func runBlocking(
         previous: PlistDictionary, running: RunningProviders, log: @escaping @Sendable (String) -> Void
     ) -> ProviderOutcome {
@@ -133,8 +132,7 @@ public struct ExecProvider: Sendable {
         var child: SpawnedProcess
         running.starting()
         do {
-            child = try SpawnedProcess(
-                executable, arguments: ["perform-update"], directory: container, environment: providerEnvironment)
+            child = try SpawnedProcess(executable, arguments: launch.arguments, directory: container, environment: launch.environment)
         } catch {
             running.started(nil, widgetID)
             log("cannot start \(executable): \(error)")

@@ -36,7 +36,9 @@ struct SpawnedProcess {
         pthread_sigmask(SIG_UNBLOCK, &childExits, nil)
     }
 
-    init(_ executable: String, arguments: [String], directory: String?, environment: [String: String]) throws {
+    /// Starts `executable` with `arguments` (the first being its name, as
+    /// it will see it in argv[0]) and exactly `environment`.
+    init(_ executable: String, arguments: CStrings, directory: String?, environment: CStrings) throws {
         Self.ignoreBrokenPipes
         Self.takeChildExitsQuietly()
         var fds: [[Int32]] = []
@@ -79,14 +81,8 @@ struct SpawnedProcess {
         posix_spawnattr_setflags(
             &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        let status = posix_spawn(&pid, executable, &actions, &attributes, arguments.pointers, environment.pointers)
         guard status == 0 else {
             close(fds[0][1])
             close(fds[1][0])
@@ -236,4 +232,16 @@ struct SpawnedProcess {
             stdin = -1
         }
     }
+}
+
+/// NUL-terminated copies of strings, in a nil-terminated array, as
+/// posix_spawn takes its argument list and environment.
+final class CStrings: @unchecked Sendable {
+    // @unchecked: the copies are made in init, only read after, and freed
+    // in deinit.
+    let pointers: [UnsafeMutablePointer<CChar>?]
+
+    init(_ strings: [String]) { pointers = strings.map { strdup($0) } + [nil] }
+
+    deinit { pointers.forEach { free($0) } }
 }

@@ -113,4 +113,22 @@ import Testing
         #expect(throws: PlistError.self) { try Plist.write(.data(Data([1])), format: .json) }
         #expect(throws: PlistError.self) { try Plist.read(Data("{\"a\": null}".utf8), allowJSON: true) }
     }
+
+    /// Strings as providers print them: plain, escaped, raw UTF-8, and
+    /// broken.
+    @Test func jsonStrings() throws {
+        func read(_ bytes: [UInt8]) throws -> String? { try Plist.read(Data(bytes), allowJSON: true).array?.first?.string }
+        func read(_ text: String) throws -> String? { try read(Array(text.utf8)) }
+        #expect(try read(#"["plain text"]"#) == "plain text")
+        #expect(try read(#"[""]"#) == "")
+        #expect(try read(#"["a\"b\\c\/d\n\t\r\b\f"]"#) == "a\"b\\c/d\n\t\r\u{8}\u{c}")
+        #expect(try read(#"["caf\u00e9 \ud83d\ude00 end"]"#) == "café 😀 end")
+        #expect(try read("[\"café 😀\"]") == "café 😀")
+        #expect(try read("[\"before \\n after é\"]") == "before \n after é")
+        #expect(try read([0x5B, 0x22, 0x61, 0xFF, 0x62, 0x22, 0x5D]) == "a\u{FFFD}b")
+        #expect(throws: PlistError.self) { try read("[\"tab\there\"]") }
+        #expect(throws: PlistError.self) { try read(#"["unclosed]"#) }
+        #expect(throws: PlistError.self) { try read(#"["\ud83d alone"]"#) }
+        #expect(throws: PlistError.self) { try read(#"["\q"]"#) }
+    }
 }
