@@ -121,8 +121,9 @@ public final class BusDaemon: Sendable {
         return String(decoding: line, as: UTF8.self)
     }
 
-    /// Stops the daemon. SIGKILL: a bus holds nothing worth flushing, and
-    /// processes started from some threads inherit a mask that blocks SIGTERM.
+    /// Stops the daemon, and removes the socket it listened on. SIGKILL: a
+    /// bus holds nothing worth flushing; the daemon does not remove its
+    /// socket then, so this does.
     public func stop() {
         // Once reaped, the pid may belong to someone else: stop only once.
         guard !stopped.withLock({ was in defer { was = true }; return was }) else { return }
@@ -130,6 +131,30 @@ public final class BusDaemon: Sendable {
         guard kill(pid, SIGKILL) == 0 else { return }
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
+        if let socket = Self.socketPath(of: address) { unlink(socket) }
+    }
+
+    /// The file of a `unix:path=…` address, unescaped (D-Bus specification,
+    /// "Server Addresses"); nil for any other kind of address.
+    public static func socketPath(of address: String) -> String? {
+        guard address.hasPrefix("unix:") else { return nil }
+        for pair in address.dropFirst(5).split(separator: ",") where pair.hasPrefix("path=") {
+            var bytes: [UInt8] = []
+            var rest = Substring(pair.dropFirst(5)).utf8[...]
+            while let byte = rest.popFirst() {
+                guard byte == UInt8(ascii: "%") else {
+                    bytes.append(byte)
+                    continue
+                }
+                guard rest.count >= 2, let value = UInt8(String(decoding: rest.prefix(2), as: UTF8.self), radix: 16) else {
+                    return nil
+                }
+                bytes.append(value)
+                rest = rest.dropFirst(2)
+            }
+            return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+        }
+        return nil
     }
 
     deinit { stop() }

@@ -1,8 +1,27 @@
-import DBus
+@testable import DBus
 import TestSupport
 import Foundation
 import Testing
 
 extension BusDaemon {
     func connect() throws -> Connection { try Connection(address: address) }
+}
+
+@Suite struct BusDaemonTests {
+    @Test func stoppingRemovesTheSocket() throws {
+        let bus = try BusDaemon()
+        let socket = try #require(BusDaemon.socketPath(of: bus.address), "\(bus.address)")
+        var info = stat()
+        #expect(stat(socket, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK)
+        bus.stop()
+        #expect(stat(socket, &info) != 0 && errno == ENOENT, "\(socket) is still there")
+    }
+
+    @Test func socketPathsOfAddresses() {
+        #expect(BusDaemon.socketPath(of: "unix:path=/tmp/dbus-AbC,guid=0123") == "/tmp/dbus-AbC")
+        #expect(BusDaemon.socketPath(of: "unix:guid=0123,path=/run/a%2cb%20c") == "/run/a,b c")
+        #expect(BusDaemon.socketPath(of: "unix:abstract=/tmp/dbus-AbC,guid=0123") == nil)
+        #expect(BusDaemon.socketPath(of: "tcp:host=localhost,port=1234") == nil)
+        #expect(BusDaemon.socketPath(of: "unix:path=/tmp/bad%2") == nil)
+    }
 }

@@ -32,6 +32,8 @@ import Testing
         kill(daemon.process.processIdentifier, SIGKILL)
         for pid in children.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
         daemon.process.waitUntilExit()
+        // Nobody was left to remove the bus's socket.
+        if let socket = BusDaemon.socketPath(of: daemon.address) { unlink(socket) }
     }
 
     @Test func sigkillLosesNothingAcknowledged() async throws {
