@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -34,7 +34,8 @@ public final class BusDaemon: Sendable {
         }
         self.configFolder = configFolder
         let (pid, output) = try Self.spawn(executable, arguments: arguments, environment: environment)
-        let line = BusDaemon.readLine(FileHandle(fileDescriptor: output, closeOnDealloc: true))
+        let line = BusDaemon.readLine(fileDescriptor: output)
+        close(output)
         guard !line.isEmpty else {
             kill(pid, SIGKILL)
             _ = waitpid(pid, nil, 0)
@@ -90,7 +91,7 @@ public final class BusDaemon: Sendable {
     /// A session bus configuration that activates services only from `serviceFolders`.
     static func configuration(serviceFolders: [String]) -> String {
         func escaped(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            text.replacingScalars("&", with: "&amp;").replacingScalars("<", with: "&lt;")
         }
         return """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -111,11 +112,13 @@ public final class BusDaemon: Sendable {
     }
 
     /// Reads one line, byte by byte so nothing after it is consumed.
-    public static func readLine(_ handle: FileHandle) -> String {
-        var line = Data()
+    public static func readLine(fileDescriptor: Int32) -> String {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
         while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            let count = read(fileDescriptor, &byte, 1)
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 || byte == UInt8(ascii: "\n") { break }
             line.append(byte)
         }
         return String(decoding: line, as: UTF8.self)

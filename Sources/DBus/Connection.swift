@@ -1,5 +1,6 @@
 import CDBus
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -70,7 +71,12 @@ public final class Connection: @unchecked Sendable {
         self.wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         self.objects = ObjectServer()
         objects.connection = self
-        startLoop()
+        do {
+            try startLoop()
+        } catch {
+            dbus_connection_close(raw)
+            throw error
+        }
     }
 
     /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS`.
@@ -299,15 +305,13 @@ public final class Connection: @unchecked Sendable {
         return pthread_equal(loopThread, pthread_self()) != 0
     }
 
-    private func startLoop() {
+    private func startLoop() throws {
         let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
+        try Threads.detach { [self] in
             loopThread = pthread_self()
             started.signal()
             runLoop()
         }
-        thread.name = "dbus-connection"
-        thread.start()
         started.wait()
     }
 

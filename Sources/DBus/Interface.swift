@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A D-Bus interface declared once, as data: its methods with argument names
 /// and types, its properties with access and change-signal behaviour, and its
@@ -197,15 +197,20 @@ extension Interface {
     /// `doc` as an XML comment, one line per line; nothing when empty.
     static func comment(_ doc: String, indent: String) -> String {
         guard !doc.isEmpty else { return "" }
-        let safe = doc.replacingOccurrences(of: "--", with: "- -")
+        // A comment cannot hold "--": a space goes between two hyphens.
+        var safe = ""
+        for scalar in doc.unicodeScalars {
+            if scalar == "-", safe.unicodeScalars.last == "-" { safe.unicodeScalars.append(" ") }
+            safe.unicodeScalars.append(scalar)
+        }
         return safe.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line in
             indent + (index == 0 ? "<!-- " : "     ") + line
         }.joined(separator: "\n") + " -->\n"
     }
 
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        text.replacingScalars("&", with: "&amp;").replacingScalars("<", with: "&lt;")
+            .replacingScalars(">", with: "&gt;").replacingScalars("\"", with: "&quot;")
     }
 
     public static let introspectionDocType = """

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A D-Bus match rule for signals, kept both as text for the bus and as
 /// fields for matching messages locally.
@@ -25,7 +25,7 @@ public struct MatchRule: Sendable, Hashable {
     public var text: String {
         var parts = ["type='signal'"]
         func quoted(_ key: String, _ value: String) {
-            parts.append("\(key)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'")
+            parts.append("\(key)='\(value.replacingScalars("'", with: "'\\''"))'")
         }
         if let sender { quoted("sender", sender) }
         if let path { quoted("path", path.rawValue) }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Reads `bplist00` files. Every offset, length and reference is checked
 /// against the file; cycles are refused; a shared object is decoded once.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// JSON for the property-list values JSON can hold: strings, numbers,
 /// booleans, arrays and objects. Dates and data have no JSON form.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Decodes `Decodable` Swift types from property-list values, as
 /// Foundation's PropertyListDecoder does from bytes:

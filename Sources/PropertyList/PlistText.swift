@@ -1,9 +1,9 @@
-import Foundation
+import FoundationEssentials
 
 /// The text forms of scalar values in XML property lists.
 enum PlistText {
     private static func trimmed(_ bytes: [UInt8]) -> Substring {
-        String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)[...]
+        String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
     }
 
     /// Decimal, or hexadecimal with `0x`; negative values to Int64.min,
@@ -141,5 +141,17 @@ enum PlistText {
     static func data(_ bytes: [UInt8]) -> Data? {
         let compact = bytes.filter { !($0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D) }
         return Data(base64Encoded: Data(compact))
+    }
+}
+
+extension String {
+    /// Without the white space at either end: the scalars with the Unicode
+    /// White_Space property, which are those of Foundation's
+    /// `.whitespacesAndNewlines`.
+    func trimmingWhitespace() -> Substring {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) ?? first
+        return Substring(scalars[first...last])
     }
 }

@@ -1,5 +1,5 @@
 import CLibXML2
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Reads XML property lists with libxml2's SAX2 parser: no network, no DTD
@@ -34,7 +34,7 @@ enum XMLPlistReader {
                 if let last = xmlCtxtGetLastError(UnsafeMutableRawPointer(context)) {
                     let message = last.pointee.message.map { String(cString: $0) } ?? "malformed XML"
                     state.error = PlistError(
-                        message.trimmingCharacters(in: .whitespacesAndNewlines),
+                        String(message.trimmingWhitespace()),
                         line: Int(last.pointee.line), column: Int(last.pointee.int2))
                 } else {
                     state.error = PlistError("malformed XML")

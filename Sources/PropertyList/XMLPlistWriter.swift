@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Writes XML property lists in Apple's layout: header, DOCTYPE, one element
 /// per line, tabs for indentation.

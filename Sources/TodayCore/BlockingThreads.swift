@@ -1,4 +1,5 @@
-import Foundation
+import DBus
+import Dispatch
 import Synchronization
 
 /// Threads for work that blocks (a provider run waits in poll() for
@@ -21,12 +22,22 @@ final class BlockingThreads: Sendable {
         }
         let worker = Worker()
         worker.job.withLock { $0 = job }
-        Thread.detachNewThread { [self] in
+        Self.startLoop { [self] in
             while true {
                 if let job = worker.job.withLock({ job in defer { job = nil }; return job }) { job() }
                 idle.withLock { $0.append(worker) }
                 worker.wake.wait()
             }
+        }
+    }
+
+    /// Runs a loop that blocks on a thread of its own; when the system
+    /// refuses another thread, on a dispatch worker rather than not at all.
+    static func startLoop(_ loop: @escaping @Sendable () -> Void) {
+        do {
+            try Threads.detach(loop)
+        } catch {
+            DispatchQueue.global().async(execute: loop)
         }
     }
 }

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Desktop entries todayd writes under `$XDG_DATA_HOME/applications` for
 /// each bundle that declares URL schemes, so `xdg-open` and `gio open`
@@ -17,8 +19,8 @@ enum BundleDesktopEntries {
     static func content(for app: AppManifest) -> String? {
         guard !app.urlSchemes.isEmpty, let executable = app.executable else { return nil }
         func escapedString(_ text: String) -> String {
-            text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
-                .replacingOccurrences(of: "\t", with: "\\t").replacingOccurrences(of: "\r", with: "\\r")
+            text.replacingScalars("\\", with: "\\\\").replacingScalars("\n", with: "\\n")
+                .replacingScalars("\t", with: "\\t").replacingScalars("\r", with: "\\r")
         }
         // Quoted only when it must be (simple Exec parsers, like
         // xdg-open's own, take the first word as it stands).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -24,7 +24,7 @@ public final class BundleWatcher: Sendable {
         self.settle = settle
         self.changed = changed
         rearm()
-        Thread.detachNewThread { [self] in loop() }
+        BlockingThreads.startLoop { [self] in loop() }
     }
 
     public func stop() {
@@ -39,7 +39,7 @@ public final class BundleWatcher: Sendable {
         for folder in folders {
             var existing = folder
             while !isDirectory(existing), existing != "/" {
-                existing = (existing as NSString).deletingLastPathComponent
+                existing = PathText.parent(of: existing)
                 if existing.isEmpty { existing = "/" }
             }
             wanted.insert(existing)

@@ -1,6 +1,7 @@
 import CSystem
 import DBus
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 
 /// The daemon's entry point, shared by `todayd` and the tests.
@@ -62,7 +63,7 @@ public enum Daemon {
     /// Returns the exit status.
     public static func run(_ options: Options, environment: [String: String]) async -> Int32 {
         if options.printInterfaces {
-            FileHandle.standardOutput.write(Data(Today.interfaceXML.utf8))
+            FileSystem.writeAll(1, Today.interfaceXML)
             return 0
         }
         // Provider output of megabytes is freed after each run; blocks from
@@ -77,7 +78,7 @@ public enum Daemon {
                 let bus = try BusDaemon()
                 privateBus = bus
                 address = bus.address
-                FileHandle.standardOutput.write(Data("DBUS_SESSION_BUS_ADDRESS=\(bus.address)\n".utf8))
+                FileSystem.writeAll(1, "DBUS_SESSION_BUS_ADDRESS=\(bus.address)\n")
             } else if let given = options.address ?? environment["DBUS_SESSION_BUS_ADDRESS"], !given.isEmpty {
                 address = given
             } else {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A Desktop Entry file (freedesktop.org Desktop Entry Specification 1.5):
 /// groups of `key=value` lines, values with the spec's escapes, lists
@@ -40,7 +40,7 @@ public struct DesktopEntry: Sendable, Equatable {
             guard let equals = trimmed.firstIndex(of: "=") else {
                 throw ParseError(line: index + 1, message: "expected 'Key=value'")
             }
-            let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
+            let key = trimmed[..<equals].trimmingSpaces()
             let value = String(trimmed[trimmed.index(after: equals)...].drop { $0 == " " || $0 == "\t" })
             guard anyKeys ? !key.isEmpty : Self.isValidKey(key) else {
                 throw ParseError(line: index + 1, message: "'\(key)' is not a key")

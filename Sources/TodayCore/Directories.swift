@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The XDG base directories todayd uses, with the specification's defaults
 /// when a variable is unset or empty. Built from an environment so tests
@@ -16,7 +16,7 @@ public struct Directories: Sendable, Equatable {
             guard let v = environment[name], !v.isEmpty, v.hasPrefix("/") else { return nil }
             return v
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         dataHome = value("XDG_DATA_HOME") ?? home + "/.local/share"
         cacheHome = value("XDG_CACHE_HOME") ?? home + "/.cache"
         stateHome = value("XDG_STATE_HOME") ?? home + "/.local/state"

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Files written so that a crash at any instant leaves the old or the new
@@ -34,12 +34,12 @@ public enum DurableFile {
 
     /// Replaces the file at `path` with `data`, durably.
     public static func write(_ data: Data, to path: String) throws {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = PathText.parent(of: path)
         try makeFolder(folder)
         let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(path: folder, operation: "open the folder", code: errno) }
         defer { close(fd) }
-        try write(data, named: (path as NSString).lastPathComponent, in: fd, path: path)
+        try write(data, named: PathText.lastComponent(of: path), in: fd, path: path)
     }
 
     /// Replaces the file `name` in the open folder `folder` with `data`,
@@ -79,7 +79,7 @@ public enum DurableFile {
     /// Removes `path` and makes the removal durable; no error when absent.
     public static func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", code: errno) }
-        syncFolder((path as NSString).deletingLastPathComponent)
+        syncFolder(PathText.parent(of: path))
     }
 
     static func syncFolder(_ folder: String) {

@@ -26,3 +26,19 @@ enum FileSystem {
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 }
+
+extension FileSystem {
+    /// Writes all of `data` to `fd` (standard output or error), however
+    /// many writes that takes; gives up on an error other than EINTR.
+    static func writeAll(_ fd: Int32, _ data: [UInt8]) {
+        var offset = 0
+        while offset < data.count {
+            let count = data.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + offset }, data.count - offset) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return }
+            offset += count
+        }
+    }
+
+    static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
+}

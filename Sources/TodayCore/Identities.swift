@@ -1,5 +1,5 @@
 import DBus
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -131,7 +131,7 @@ public final class Identities: Sendable {
         }
         var inApplication = false
         for line in text.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingSpaces()
             if trimmed.hasPrefix("[") {
                 inApplication = trimmed == "[Application]"
             } else if inApplication, trimmed.hasPrefix("name=") {

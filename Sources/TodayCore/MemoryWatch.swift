@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -61,7 +61,7 @@ final class MemoryWatch: Sendable {
             return !started
         }
         guard start else { return }
-        Thread.detachNewThread { [self] in
+        BlockingThreads.startLoop { [self] in
             while true {
                 if watched.withLock({ $0.isEmpty }) {
                     work.wait()

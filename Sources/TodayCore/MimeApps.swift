@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Which desktop entry opens a MIME type, as the freedesktop.org
@@ -24,7 +24,7 @@ public struct MimeApps: Sendable {
             guard let v = environment[name], !v.isEmpty else { return nil }
             return v
         }
-        let home = value("HOME") ?? NSHomeDirectory()
+        let home = value("HOME") ?? FileManager.default.homeDirectoryForCurrentUser.path
         configHome = value("XDG_CONFIG_HOME") ?? home + "/.config"
         configDirs = (value("XDG_CONFIG_DIRS") ?? "/etc/xdg").split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
         dataHome = value("XDG_DATA_HOME") ?? home + "/.local/share"

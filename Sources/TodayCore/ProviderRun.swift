@@ -1,5 +1,5 @@
 import DBus
-import Foundation
+import FoundationEssentials
 import PropertyList
 
 /// Provider runs as todayd makes them, for `todayctl run-provider` too.

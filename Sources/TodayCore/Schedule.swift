@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// When a widget's next scheduled update is due (SPEC section 5): every
 /// UpdateInterval seconds with up to a tenth of it as jitter, at most
@@ -38,8 +40,8 @@ public struct Schedule: Sendable, Equatable {
     }
 
     /// Scheduled updates left on the day of `now`.
-    public func left(at now: Date, timeZone: TimeZone = .current) -> UInt32 {
-        Self.day(of: now, timeZone: timeZone) == budgetDay ? Self.dailyBudget - min(budgetUsed, Self.dailyBudget) : Self.dailyBudget
+    public func left(at now: Date, localTime: LocalTime = .system) -> UInt32 {
+        Self.day(of: now, localTime: localTime) == budgetDay ? Self.dailyBudget - min(budgetUsed, Self.dailyBudget) : Self.dailyBudget
     }
 
     /// The delay before the next scheduled update after `failures`
@@ -56,9 +58,9 @@ public struct Schedule: Sendable, Equatable {
     /// change). `scheduled` counts the update against today's budget.
     public mutating func plan(
         at now: Date, interval: UInt32, hasContent: Bool, outcome: Bool?, scheduled: Bool,
-        jitter: Double = Double.random(in: 0...1), timeZone: TimeZone = .current
+        jitter: Double = Double.random(in: 0...1), localTime: LocalTime = .system
     ) {
-        let today = Self.day(of: now, timeZone: timeZone)
+        let today = Self.day(of: now, localTime: localTime)
         if today != budgetDay {
             budgetDay = today
             budgetUsed = 0
@@ -79,19 +81,39 @@ public struct Schedule: Sendable, Equatable {
         let delay = Self.delay(interval: interval, failures: consecutiveFailures)
         var due = now.addingTimeInterval(delay + delay * 0.1 * min(max(jitter, 0), 1))
         if budgetUsed >= Self.dailyBudget {
-            due = max(due, Self.startOfDay(today + 1, timeZone: timeZone).addingTimeInterval(delay * 0.1 * jitter))
+            due = max(due, Self.startOfDay(today + 1, localTime: localTime).addingTimeInterval(delay * 0.1 * jitter))
         }
         next = due
     }
 
-    static func day(of date: Date, timeZone: TimeZone) -> Int64 {
-        let local = date.timeIntervalSince1970 + TimeInterval(timeZone.secondsFromGMT(for: date))
+    static func day(of date: Date, localTime: LocalTime) -> Int64 {
+        let local = date.timeIntervalSince1970 + TimeInterval(localTime.secondsFromGMT(date))
         return Int64((local / 86_400).rounded(.down))
     }
 
-    static func startOfDay(_ day: Int64, timeZone: TimeZone) -> Date {
+    static func startOfDay(_ day: Int64, localTime: LocalTime) -> Date {
         let local = TimeInterval(day) * 86_400
         let guess = Date(timeIntervalSince1970: local)
-        return Date(timeIntervalSince1970: local - TimeInterval(timeZone.secondsFromGMT(for: guess)))
+        return Date(timeIntervalSince1970: local - TimeInterval(localTime.secondsFromGMT(guess)))
     }
+}
+
+/// How far local time is ahead of UTC at a given moment: the system's
+/// rules (TZ, /etc/localtime, as the C library reads them), or a fixed
+/// offset.
+public struct LocalTime: Sendable {
+    public let secondsFromGMT: @Sendable (Date) -> Int
+
+    public init(secondsFromGMT: @escaping @Sendable (Date) -> Int) {
+        self.secondsFromGMT = secondsFromGMT
+    }
+
+    public static let system = LocalTime { date in
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return 0 }
+        return parts.tm_gmtoff
+    }
+
+    public static func fixed(_ seconds: Int) -> LocalTime { LocalTime { _ in seconds } }
 }

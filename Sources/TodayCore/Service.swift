@@ -1,5 +1,6 @@
 import DBus
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
@@ -683,5 +684,5 @@ public struct Logger: Sendable {
     public init(verbose: Bool) { self.verbose = verbose }
     public func info(_ message: String) { if verbose { write("todayd: \(message)\n") } }
     public func warning(_ message: String) { write("todayd: \(message)\n") }
-    private func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+    private func write(_ text: String) { FileSystem.writeAll(2, text) }
 }

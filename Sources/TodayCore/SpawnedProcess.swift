@@ -1,5 +1,5 @@
 import CSystem
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// A child process started with posix_spawn: no shell, its own process

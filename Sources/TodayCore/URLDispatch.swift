@@ -1,6 +1,6 @@
 import CSystem
 import DBus
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Where a URL goes (SPEC section 6), first match wins.
@@ -53,7 +53,7 @@ public enum URLDispatch {
     /// The path at which an app with `id` exports org.freedesktop.Application
     /// (Desktop Entry spec: `.` → `/`, `-` → `_`, a leading `/`).
     public static func applicationPath(_ id: String) -> ObjectPath? {
-        ObjectPath(rawValue: "/" + id.replacingOccurrences(of: ".", with: "/").replacingOccurrences(of: "-", with: "_"))
+        ObjectPath(rawValue: "/" + id.replacingScalars(".", with: "/").replacingScalars("-", with: "_"))
     }
 
     /// True when `entry` would hand the URL back to todayd.
@@ -62,7 +62,7 @@ public enum URLDispatch {
         guard let exec = app.entry.string("Exec"), let first = try? DesktopEntry.splitExec(exec).first,
             case .text(let program)? = first.first
         else { return false }
-        let name = (program as NSString).lastPathComponent
+        let name = PathText.lastComponent(of: program)
         return name == "todayd" || name == "todayctl"
     }
 

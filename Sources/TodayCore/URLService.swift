@@ -1,5 +1,5 @@
 import DBus
-import Foundation
+import FoundationEssentials
 
 extension TodayService {
     /// Where `url` would go, launching nothing.

@@ -1,5 +1,5 @@
 import DBus
-import Foundation
+import FoundationEssentials
 import PropertyList
 
 /// The mapping between property-list values and D-Bus values of SPEC

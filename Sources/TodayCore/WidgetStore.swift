@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PropertyList
 
 /// What todayd remembers about a widget across restarts (SPEC section 4):

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TodayCore
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -10,6 +11,7 @@ do {
     let options = try Daemon.parse(arguments)
     exit(await Daemon.run(options, environment: ProcessInfo.processInfo.environment))
 } catch {
-    FileHandle.standardError.write(Data("todayd: \(error)\n\(Daemon.usage)\n".utf8))
+    let message = "todayd: \(error)\n\(Daemon.usage)\n"
+    _ = message.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }

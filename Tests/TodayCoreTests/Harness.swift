@@ -34,7 +34,7 @@ final class TodayDaemon: @unchecked Sendable {
         try process.run()
         self.address =
             address
-            ?? BusDaemon.readLine(output.fileHandleForReading).replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
+            ?? BusDaemon.readLine(fileDescriptor: output.fileHandleForReading.fileDescriptor).replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
     }
 
     static func environment(home: URL) -> [String: String] {
