@@ -3,6 +3,7 @@ import DBus
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// The daemon's entry point, shared by `todayd` and the tests.
 public enum Daemon {
@@ -59,8 +60,39 @@ public enum Daemon {
         return options
     }
 
+    /// The signals the daemon acts on, taken by a thread of their own with
+    /// sigwaitinfo(), and SIGCHLD, which it never waits for (providers are
+    /// waited for through pidfds and waitpid).
+    static let handledSignals = [SIGTERM, SIGINT, SIGHUP]
+
+    /// `run` for a process's main thread, which then only waits. The
+    /// daemon's signals and SIGCHLD are blocked first, here and so in every
+    /// thread started after: a provider's exit wakes no thread, and SIGTERM,
+    /// SIGINT and SIGHUP reach only the signal thread. (An `async` main
+    /// would wait in dispatch's sigsuspend with no signal blocked, and be
+    /// woken by every provider's exit.)
+    public static func runBlocking(_ options: Options, environment: [String: String]) -> Int32 {
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        for number in handledSignals + [SIGCHLD] { sigaddset(&blocked, number) }
+        pthread_sigmask(SIG_BLOCK, &blocked, nil)
+        final class Outcome: Sendable {
+            let status = Mutex<Int32>(1)
+            let done = DispatchSemaphore(value: 0)
+        }
+        let outcome = Outcome()
+        Task {
+            let status = await run(options, environment: environment)
+            outcome.status.withLock { $0 = status }
+            outcome.done.signal()
+        }
+        outcome.done.wait()
+        return outcome.status.withLock { $0 }
+    }
+
     /// Runs the daemon until SIGTERM, SIGINT or the loss of its bus or name.
-    /// Returns the exit status.
+    /// Returns the exit status. The signals must be blocked in every thread
+    /// (`runBlocking` does that).
     public static func run(_ options: Options, environment: [String: String]) async -> Int32 {
         if options.printInterfaces {
             FileSystem.writeAll(1, Today.interfaceXML)
@@ -127,13 +159,14 @@ public enum Daemon {
         connection.onDisconnect { continuation.yield(-2) }
         let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(-3) }
         if watcher == nil { log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP") }
-        var sources: [DispatchSourceSignal] = []
-        for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber)
-            source.setEventHandler { continuation.yield(signalNumber) }
-            source.resume()
-            sources.append(source)
+        BlockingThreads.startLoop {
+            var waited = sigset_t()
+            sigemptyset(&waited)
+            for number in handledSignals { sigaddset(&waited, number) }
+            while true {
+                let number = sigwaitinfo(&waited, nil)
+                if number > 0 { continuation.yield(number) }
+            }
         }
         var status: Int32 = 0
         loop: for await event in events {
@@ -156,7 +189,6 @@ public enum Daemon {
                 break loop
             }
         }
-        for source in sources { source.cancel() }
         watcher?.stop()
         await service.stop()
         connection.close()

@@ -22,25 +22,39 @@ struct SpawnedProcess {
     private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// The thread that starts a child is its parent for the kernel, and
-    /// this thread waits for it through a pidfd and `waitpid`, not through
-    /// SIGCHLD. With SIGCHLD unblocked here (its disposition is the
+    /// waits for it through a pidfd and `waitpid`, not through SIGCHLD.
+    /// With SIGCHLD unblocked in that thread (its disposition is the
     /// default, ignore), the kernel drops the signal at the child's exit;
-    /// blocked, as on the threads of a thread pool, it is queued for the
-    /// process and wakes every thread that waits for signals (dispatch's
-    /// signalfd, the main thread's sigsuspend) for nothing, at every
-    /// provider's exit.
-    private static func takeChildExitsQuietly() {
+    /// blocked, it would be queued for the process and wake a thread that
+    /// accepts it, for nothing. The thread's mask comes back once the child
+    /// is reaped. (posix_spawn blocks every signal while it runs: a child
+    /// that ends before it returns leaves a SIGCHLD pending, dropped when
+    /// the mask comes back, or taken by a thread that waits for another
+    /// child.)
+    private static func takeChildExitsQuietly() -> sigset_t {
         var childExits = sigset_t()
         sigemptyset(&childExits)
         sigaddset(&childExits, SIGCHLD)
-        pthread_sigmask(SIG_UNBLOCK, &childExits, nil)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_UNBLOCK, &childExits, &previous)
+        return previous
+    }
+
+    /// The signal mask of the thread before `takeChildExitsQuietly`.
+    private let savedSignals: sigset_t
+
+    private static func restore(_ mask: sigset_t) {
+        var mask = mask
+        pthread_sigmask(SIG_SETMASK, &mask, nil)
     }
 
     /// Starts `executable` with `arguments` (the first being its name, as
     /// it will see it in argv[0]) and exactly `environment`.
     init(_ executable: String, arguments: CStrings, directory: String?, environment: CStrings) throws {
         Self.ignoreBrokenPipes
-        Self.takeChildExitsQuietly()
+        let savedSignals = Self.takeChildExitsQuietly()
+        var started = false
+        defer { if !started { Self.restore(savedSignals) } }
         var fds: [[Int32]] = []
         for _ in 0..<3 {
             var pair: [Int32] = [-1, -1]
@@ -89,6 +103,8 @@ struct SpawnedProcess {
             close(fds[2][0])
             throw Failure(code: status)
         }
+        started = true
+        self.savedSignals = savedSignals
         self.pid = pid
         stdin = fds[0][1]
         stdout = fds[1][0]
@@ -208,6 +224,7 @@ struct SpawnedProcess {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         kill(-pid, SIGKILL)
+        Self.restore(savedSignals)
 
         for line in String(decoding: errorText, as: UTF8.self).split(separator: "\n") { log(String(line)) }
         if errorDropped > 0 { log("(\(errorDropped) more bytes of standard error dropped)") }

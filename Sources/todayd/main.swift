@@ -7,11 +7,12 @@ if arguments.contains("--help") || arguments.contains("-h") {
     print(Daemon.usage)
     exit(0)
 }
+let options: Daemon.Options
 do {
-    let options = try Daemon.parse(arguments)
-    exit(await Daemon.run(options, environment: ProcessInfo.processInfo.environment))
+    options = try Daemon.parse(arguments)
 } catch {
     let message = "todayd: \(error)\n\(Daemon.usage)\n"
     _ = message.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
+exit(Daemon.runBlocking(options, environment: ProcessInfo.processInfo.environment))
