@@ -139,7 +139,7 @@ public final class BusDaemon: Sendable {
 
     /// The file of a `unix:path=…` address, unescaped (D-Bus specification,
     /// "Server Addresses"); nil for any other kind of address.
-    public static func socketPath(of address: String) -> String? {
+    package static func socketPath(of address: String) -> String? {
         guard address.hasPrefix("unix:") else { return nil }
         for pair in address.dropFirst(5).split(separator: ",") where pair.hasPrefix("path=") {
             var bytes: [UInt8] = []

@@ -2,14 +2,14 @@ import Glibc
 
 /// Threads of their own, for loops that block (a connection's, a
 /// provider's wait): not a pool's, which must never block.
-public enum Threads {
+package enum Threads {
     private final class Start: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
     /// Runs `body` on a new detached thread.
-    public static func detach(_ body: @escaping @Sendable () -> Void) throws {
+    package static func detach(_ body: @escaping @Sendable () -> Void) throws {
         let start = Unmanaged.passRetained(Start(body)).toOpaque()
         var thread = pthread_t()
         let status = pthread_create(
@@ -31,7 +31,7 @@ extension String {
     /// Every `target` replaced, compared scalar by scalar (not by
     /// character: an escaped `&` must stay escaped when a combining mark
     /// follows it).
-    public func replacingScalars(_ target: String, with replacement: String) -> String {
+    package func replacingScalars(_ target: String, with replacement: String) -> String {
         let pattern = Array(target.unicodeScalars)
         guard !pattern.isEmpty else { return self }
         let scalars = Array(unicodeScalars)

@@ -93,7 +93,7 @@ public enum Daemon {
     /// Runs the daemon until SIGTERM, SIGINT or the loss of its bus or name.
     /// Returns the exit status. The signals must be blocked in every thread
     /// (`runBlocking` does that).
-    public static func run(_ options: Options, environment: [String: String]) async -> Int32 {
+    static func run(_ options: Options, environment: [String: String]) async -> Int32 {
         if options.printInterfaces {
             FileSystem.writeAll(1, Today.interfaceXML)
             return 0
