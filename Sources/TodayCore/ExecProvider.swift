@@ -94,12 +94,13 @@ public struct ExecProvider: Sendable {
         self.busAddress = busAddress
         self.environment = environment
         self.limits = limits
-        var seen = environment
-        seen["TODAY_WIDGET_ID"] = widgetID
-        seen["TODAY_CONTAINER"] = container
-        seen["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
-        if let busAddress { seen["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
-        launch = (CStrings([executable, "perform-update"]), CStrings(seen.map { "\($0.key)=\($0.value)" }))
+        // What the provider sees: the session's environment, ours on top.
+        var variables = environment
+        variables["TODAY_WIDGET_ID"] = widgetID
+        variables["TODAY_CONTAINER"] = container
+        variables["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
+        if let busAddress { variables["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
+        launch = (CStrings([executable, "perform-update"]), CStrings(variables.map { "\($0.key)=\($0.value)" }))
     }
 
     /// Runs the provider on a thread of its own and returns what it gave.
