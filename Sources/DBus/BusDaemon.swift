@@ -1,3 +1,4 @@
+import CDBus
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -8,7 +9,7 @@ import Synchronization
 public final class BusDaemon: Sendable {
     /// The address to connect to, as the daemon printed it.
     public let address: String
-    private let pid: pid_t
+    let pid: pid_t
     private let stopped = Mutex(false)
 
     private let configFolder: String?
@@ -49,8 +50,8 @@ public final class BusDaemon: Sendable {
     /// Starts the daemon with posix_spawn (Foundation's Process would add a
     /// SIGCHLD handler that wakes threads whenever any child of this process
     /// ends, providers included): standard output a pipe, whose read end
-    /// is returned, standard error /dev/null, an empty signal mask and
-    /// default signal dispositions.
+    /// is returned, standard error /dev/null, no other descriptor, an empty
+    /// signal mask and default signal dispositions.
     private static func spawn(
         _ executable: String, arguments: [String], environment: [String: String]?
     ) throws -> (pid_t, Int32) {
@@ -64,6 +65,9 @@ public final class BusDaemon: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else: a file this process has open for writing, held by
+        // the bus for its life, could not be executed meanwhile (ETXTBSY).
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

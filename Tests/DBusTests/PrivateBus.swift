@@ -17,6 +17,25 @@ extension BusDaemon {
         #expect(stat(socket, &info) != 0 && errno == ENOENT, "\(socket) is still there")
     }
 
+    @Test func theBusKeepsNoDescriptorOfOurs() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("open-\(UUID().uuidString)").path
+        // Not close-on-exec, as Foundation's Data.write opens files.
+        let fd = open(path, O_WRONLY | O_CREAT, 0o600)
+        try #require(fd >= 0)
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        let folder = "/proc/\(bus.pid)/fd"
+        let targets = try FileManager.default.contentsOfDirectory(atPath: folder).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + $0)
+        }
+        #expect(!targets.isEmpty)
+        #expect(!targets.contains(path), "\(targets)")
+    }
+
     @Test func socketPathsOfAddresses() {
         #expect(BusDaemon.socketPath(of: "unix:path=/tmp/dbus-AbC,guid=0123") == "/tmp/dbus-AbC")
         #expect(BusDaemon.socketPath(of: "unix:guid=0123,path=/run/a%2cb%20c") == "/run/a,b c")

@@ -54,3 +54,23 @@ public func temporaryDirectory(_ prefix: String = "test") throws -> URL {
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
+
+/// Writes a program (a script) that tests will run, executable. The file
+/// is opened close-on-exec: Foundation's `Data.write` is not, and a process
+/// that another test starts meanwhile would keep the file open for
+/// writing, so that running it fails with ETXTBSY ("Text file busy") for
+/// as long as that process lives.
+public func writeExecutable(_ text: String, to path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        offset += count
+    }
+    guard fchmod(fd, 0o755) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+}

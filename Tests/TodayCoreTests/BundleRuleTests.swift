@@ -71,8 +71,7 @@ import Testing
             try writePlist(root.appendingPathComponent(widget)) { $0["CFBundleExecutable"] = .string("/bin/sh") }
         },
         Case(description: "executable escaping by ..", file: widget, key: "CFBundleExecutable", message: "'../../../escape' leads outside the bundle (to /ROOT/escape); keep the executable inside") { root in
-            try Data("#!/bin/sh\n".utf8).write(to: root.appendingPathComponent("escape"))
-            chmod(root.appendingPathComponent("escape").path, 0o755)
+            try writeExecutable("#!/bin/sh\n", to: root.appendingPathComponent("escape").path)
             try writePlist(root.appendingPathComponent(widget)) { $0["CFBundleExecutable"] = .string("../../../escape") }
         },
         Case(description: "executable escaping by symlink", file: widget, key: "CFBundleExecutable", message: "'provider' leads outside the bundle (to /ROOT/outside); keep the executable inside") { root in

@@ -112,7 +112,7 @@ import Testing
         }
         #expect(first.stop(keepHome: true) == 0)
         // Make the provider fail: what the panel sees must come from the cache.
-        try Data("#!/bin/sh\nexit 1\n".utf8).write(to: bundles.url.appendingPathComponent("org.example.Keep.app/PlugIns/W.appex/provider"))
+        try writeExecutable("#!/bin/sh\nexit 1\n", to: bundles.url.appendingPathComponent("org.example.Keep.app/PlugIns/W.appex/provider").path)
 
         let second = try TodayDaemon(bundles: [bundles.path], home: first.home)
         defer { second.stop() }
@@ -295,8 +295,7 @@ import Testing
         let services = try temporaryDirectory("services")
         defer { try? FileManager.default.removeItem(at: services) }
         let script = services.appendingPathComponent("provider.py")
-        try Data(Self.provider.utf8).write(to: script)
-        chmod(script.path, 0o755)
+        try writeExecutable(Self.provider, to: script.path)
         try Data("[D-BUS Service]\nName=org.example.Act.Provider\nExec=\(script.path)\n".utf8)
             .write(to: services.appendingPathComponent("org.example.Act.Provider.service"))
         let bus = try BusDaemon(serviceFolders: [services.path])

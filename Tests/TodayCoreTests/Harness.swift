@@ -112,8 +112,7 @@ struct BundleFolder {
             if let script = widget.script {
                 info["CFBundleExecutable"] = .string("provider")
                 let file = appex.appendingPathComponent("provider")
-                try Data(("#!/bin/sh\n" + script + "\n").utf8).write(to: file)
-                chmod(file.path, 0o755)
+                try writeExecutable("#!/bin/sh\n" + script + "\n", to: file.path)
             }
             try write(info, to: appex.appendingPathComponent("Info.plist"))
             if !widget.groups.isEmpty {

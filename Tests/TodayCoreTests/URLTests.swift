@@ -32,8 +32,7 @@ import Testing
             $0["CFBundleDisplayName"] = .string(name)
             $0["CFBundleURLTypes"] = .array([.dictionary(["CFBundleURLSchemes": .array(schemes.map(PlistValue.string))])])
         }
-        try Data("#!/bin/sh\n\(script)\n".utf8).write(to: app.appendingPathComponent("app"))
-        chmod(app.appendingPathComponent("app").path, 0o755)
+        try writeExecutable("#!/bin/sh\n\(script)\n", to: app.appendingPathComponent("app").path)
     }
 
     func errorName(_ body: () async throws -> Void) async -> String { await IdentityTests.errorName(body) }
@@ -118,8 +117,7 @@ import Testing
         let applications = daemon.home.appendingPathComponent("data/applications")
         try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
         let viewer = out.appendingPathComponent("viewer tool")
-        try Data("#!/bin/sh\n\(Self.recorder(out, "viewer"))\n".utf8).write(to: viewer)
-        chmod(viewer.path, 0o755)
+        try writeExecutable("#!/bin/sh\n\(Self.recorder(out, "viewer"))\n", to: viewer.path)
         try Data(
             """
             [Desktop Entry]
