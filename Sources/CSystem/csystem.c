@@ -4,19 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 int today_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
-
-int today_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path) {
-    return posix_spawn_file_actions_addchdir_np(actions, path);
-}
-
-int today_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int lowest) {
-    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
-}
 
 /* Closes every descriptor from `lowest` up except `keep`. */
 static void close_all_from(int lowest, int keep) {
@@ -97,4 +93,74 @@ int today_spawn_detached(const char *path, char *const argv[], char *const envp[
     } while (got < 0 && errno == EINTR);
     close(report[0]);
     return got == (ssize_t)sizeof error ? error : 0;
+}
+
+struct today_child {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    const int *fds;
+    const char *directory;
+    int error;
+};
+
+/* Runs in the child, in the parent's memory while the parent thread is
+ * suspended (CLONE_VM | CLONE_VFORK), until execve: system call wrappers
+ * only, no allocation, no lock. Whatever fails is left in `error` for the
+ * parent to return. */
+static int today_child_main(void *argument) {
+    struct today_child *child = argument;
+    struct sigaction standard;
+    memset(&standard, 0, sizeof standard);
+    standard.sa_handler = SIG_DFL;
+    for (int number = 1; number < _NSIG; number++) {
+        if (number != SIGKILL && number != SIGSTOP) sigaction(number, &standard, NULL);
+    }
+    if (setpgid(0, 0) < 0) goto failed;
+    for (int target = 0; target < 3; target++) {
+        if (child->fds[target] == target) {
+            if (fcntl(target, F_SETFD, 0) < 0) goto failed;
+        } else if (dup2(child->fds[target], target) < 0) {
+            goto failed;
+        }
+    }
+    if (child->directory && chdir(child->directory) < 0) goto failed;
+    close_range(3, ~0U, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(child->path, child->argv, child->envp);
+failed:
+    child->error = errno;
+    _exit(127);
+}
+
+int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3],
+                         const char *directory) {
+    /* The child's stack: this frame is not used while the child runs, so
+     * no mapping is made and unmapped for each provider (posix_spawn's
+     * per-call mmap and munmap, and the TLB shootdown that munmap costs
+     * in a process with threads on other processors). */
+    char stack[32768] __attribute__((aligned(16)));
+    struct today_child child = {path, argv, envp, fds, directory, 0};
+    /* No handler of ours may run in the child before it resets them all;
+     * SIGCHLD stays deliverable (it is never handled in todayd), so that a
+     * child that ends before clone returns is not left pending. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    sigdelset(&all, SIGCHLD);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    int saved_errno = errno;
+    pid_t started = clone(today_child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
+    int clone_errno = errno;
+    errno = saved_errno;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (started < 0) return clone_errno;
+    if (child.error) {
+        int status;
+        while (waitpid(started, &status, 0) < 0 && errno == EINTR) {}
+        return child.error;
+    }
+    *pid = started;
+    return 0;
 }

@@ -79,7 +79,7 @@ public struct ExecProvider: Sendable {
     public let busAddress: String?
     public let environment: [String: String]
     public let limits: ProviderLimits
-    /// The argument list and environment as posix_spawn takes them, made
+    /// The argument list and environment as execve takes them, made
     /// once: a widget's provider is kept from run to run.
     let launch: (arguments: CStrings, environment: CStrings)
 

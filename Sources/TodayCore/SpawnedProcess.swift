@@ -2,10 +2,12 @@ import CSystem
 import FoundationEssentials
 import Glibc
 
-/// A child process started with posix_spawn: no shell, its own process
-/// group, an empty signal mask and default signal dispositions (todayd
-/// ignores SIGTERM and friends itself and must not pass that on), pipes
-/// for standard input, output and error, and no other descriptor.
+/// A child process started with `today_spawn_provider` (a vfork-style
+/// clone, as posix_spawn does it, without posix_spawn's stack mapping per
+/// run): no shell, its own process group, an empty signal mask and default
+/// signal dispositions (todayd ignores SIGPIPE and blocks its signals and
+/// must not pass that on), pipes for standard input, output and error, and
+/// no other descriptor.
 struct SpawnedProcess {
     let pid: pid_t
     private(set) var stdin: Int32
@@ -27,10 +29,9 @@ struct SpawnedProcess {
     /// default, ignore), the kernel drops the signal at the child's exit;
     /// blocked, it would be queued for the process and wake a thread that
     /// accepts it, for nothing. The thread's mask comes back once the child
-    /// is reaped. (posix_spawn blocks every signal while it runs: a child
-    /// that ends before it returns leaves a SIGCHLD pending, dropped when
-    /// the mask comes back, or taken by a thread that waits for another
-    /// child.)
+    /// is reaped. (`today_spawn_provider` blocks every other signal while
+    /// the child shares this thread's memory, but not SIGCHLD, so that a
+    /// child that ends before it returns wakes nobody either.)
     private static func takeChildExitsQuietly() -> sigset_t {
         var childExits = sigset_t()
         sigemptyset(&childExits)
@@ -71,32 +72,9 @@ struct SpawnedProcess {
             close(fds[1][1])
             close(fds[2][1])
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[0][0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fds[1][1], 1)
-        posix_spawn_file_actions_adddup2(&actions, fds[2][1], 2)
-        if let directory { today_spawn_add_chdir(&actions, directory) }
-        // Descriptors todayd's libraries opened without close-on-exec
-        // (Foundation's, for one) are not the provider's business.
-        today_spawn_add_closefrom(&actions, 3)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, &attributes, arguments.pointers, environment.pointers)
+        let childFDs = [fds[0][0], fds[1][1], fds[2][1]]
+        let status = today_spawn_provider(&pid, executable, arguments.pointers, environment.pointers, childFDs, directory)
         guard status == 0 else {
             close(fds[0][1])
             close(fds[1][0])
@@ -252,7 +230,7 @@ struct SpawnedProcess {
 }
 
 /// NUL-terminated copies of strings, in a nil-terminated array, as
-/// posix_spawn takes its argument list and environment.
+/// execve takes its argument list and environment.
 final class CStrings: @unchecked Sendable {
     // @unchecked: the copies are made in init, only read after, and freed
     // in deinit.

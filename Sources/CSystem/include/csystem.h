@@ -2,18 +2,10 @@
 #define TODAY_CSYSTEM_H
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/types.h>
 
 /// A pipe whose two ends are close-on-exec. 0 or -1 with errno.
 int today_pipe_cloexec(int fds[2]);
-
-/// posix_spawn_file_actions_addchdir_np, which glibc declares only under _GNU_SOURCE.
-int today_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
-
-/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes
-/// every descriptor from `lowest` up before it executes.
-int today_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int lowest);
 
 /// The process id a waitid() filled in; 0 when none changed state.
 pid_t today_siginfo_pid(const siginfo_t *info);
@@ -33,5 +25,13 @@ int today_spawn_detached(const char *path, char *const argv[], char *const envp[
 /// returned to the system when freed (a fixed M_MMAP_THRESHOLD, which also
 /// stops glibc from raising its thresholds after large frees).
 void today_malloc_map_large_blocks(int bytes);
+
+/// Starts a provider: `path` with `argv` and `envp`, `fds` as its
+/// standard input, output and error, in `directory`, in a process group of
+/// its own, with default signal dispositions, an empty signal mask and no
+/// other descriptor. Returns 0 with `pid` set once it has been executed,
+/// or the errno of what failed.
+int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3],
+                         const char *directory);
 
 #endif
