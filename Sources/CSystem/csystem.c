@@ -110,11 +110,13 @@ struct today_child {
  * parent to return. */
 static int today_child_main(void *argument) {
     struct today_child *child = argument;
-    struct sigaction standard;
-    memset(&standard, 0, sizeof standard);
-    standard.sa_handler = SIG_DFL;
-    for (int number = 1; number < _NSIG; number++) {
-        if (number != SIGKILL && number != SIGSTOP) sigaction(number, &standard, NULL);
+    /* Every disposition back to the default, the two signals glibc keeps
+     * for itself (32, 33) included: its sigaction() refuses them, and its
+     * posix_spawn leaves them ignored in the child. A zeroed kernel
+     * sigaction is SIG_DFL, no flags, an empty mask on every architecture. */
+    unsigned long standard[4] = {0, 0, 0, 0};
+    for (int number = 1; number <= 64; number++) {
+        if (number != SIGKILL && number != SIGSTOP) syscall(SYS_rt_sigaction, number, standard, NULL, 8);
     }
     if (setpgid(0, 0) < 0) goto failed;
     for (int target = 0; target < 3; target++) {
