@@ -65,6 +65,20 @@ public enum Daemon {
     /// waited for through pidfds and waitpid).
     static let handledSignals = [SIGTERM, SIGINT, SIGHUP]
 
+    /// Opens descriptors 0, 1 and 2 on /dev/null when todayd was started
+    /// without them: otherwise the first files it opens take their places,
+    /// and log lines or a provider's pipes would go where they must not.
+    /// First thing in `main`, before anything opens a file.
+    public static func ensureStandardDescriptors() {
+        for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) < 0 {
+            let null = open("/dev/null", O_RDWR)
+            if null >= 0 && null != fd {
+                dup2(null, fd)
+                close(null)
+            }
+        }
+    }
+
     /// `run` for a process's main thread, which then only waits. The
     /// daemon's signals and SIGCHLD are blocked first, here and so in every
     /// thread started after: a provider's exit wakes no thread, and SIGTERM,

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import TodayCore
 
+Daemon.ensureStandardDescriptors()
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--help") || arguments.contains("-h") {
     print(Daemon.usage)

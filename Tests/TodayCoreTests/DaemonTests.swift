@@ -129,6 +129,37 @@ import Testing
         #expect(stat(first.home.path + "/state/todayd/widgets/\(id).plist", &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 
+    /// Started without standard input and error, todayd puts /dev/null
+    /// there before it opens anything, so that no file of its own (the
+    /// bus, dispatch's epoll) takes their numbers and gets log lines.
+    @Test func closedStandardDescriptorsAreReopened() async throws {
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        let home = try temporaryDirectory("todayd")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec \"$0\" --verbose --address \"$1\" <&- 2>&-", Paths.todayd, bus.address]
+        process.environment = TodayDaemon.environment(home: home)
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+        let connection = try Connection(address: bus.address)
+        defer { connection.close() }
+        for _ in 0..<200 {
+            let reply = try await connection.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)])
+            if reply.body.first?.bool == true { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        for fd in [0, 2] {
+            let target = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/fd/\(fd)")
+            #expect(target == "/dev/null", "descriptor \(fd) is \(target)")
+        }
+        #expect(try await connection.center("ListWidgets").body.count == 1)
+    }
+
     /// todayd's main thread sleeps in sigsuspend while it serves; a
     /// provider's exit must not wake it (nor dispatch's signal thread).
     @Test func aProviderExitWakesNoSignalWaiter() async throws {
