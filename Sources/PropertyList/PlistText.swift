@@ -3,7 +3,7 @@ import FoundationEssentials
 /// The text forms of scalar values in XML property lists.
 enum PlistText {
     private static func trimmed(_ bytes: [UInt8]) -> Substring {
-        String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
+        String(decoding: bytes, as: UTF8.self).trimmingWhitespace()[...]
     }
 
     /// Decimal, or hexadecimal with `0x`; negative values to Int64.min,
@@ -144,14 +144,20 @@ enum PlistText {
     }
 }
 
-extension String {
+extension StringProtocol {
+    /// Without the scalars at either end for which `drop` holds, compared
+    /// scalar by scalar (a combining mark after a space stays).
+    package func trimmingScalars(where drop: (Unicode.Scalar) -> Bool) -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !drop($0) }) else { return "" }
+        let last = scalars.lastIndex(where: { !drop($0) }) ?? first
+        var result = String.UnicodeScalarView()
+        result.append(contentsOf: scalars[first...last])
+        return String(result)
+    }
+
     /// Without the white space at either end: the scalars with the Unicode
     /// White_Space property, which are those of Foundation's
     /// `.whitespacesAndNewlines`.
-    func trimmingWhitespace() -> Substring {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
-        let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) ?? first
-        return Substring(scalars[first...last])
-    }
+    func trimmingWhitespace() -> String { trimmingScalars { $0.properties.isWhitespace } }
 }

@@ -34,7 +34,7 @@ enum XMLPlistReader {
                 if let last = xmlCtxtGetLastError(UnsafeMutableRawPointer(context)) {
                     let message = last.pointee.message.map { String(cString: $0) } ?? "malformed XML"
                     state.error = PlistError(
-                        String(message.trimmingWhitespace()),
+                        message.trimmingWhitespace(),
                         line: Int(last.pointee.line), column: Int(last.pointee.int2))
                 } else {
                     state.error = PlistError("malformed XML")

@@ -32,7 +32,20 @@ final class MemoryWatch: Sendable {
 
     private let watched = Mutex<[pid_t: Watched]>([:])
     private let work = DispatchSemaphore(value: 0)
-    private let thread = Mutex(false)
+
+    /// The one watch starts its thread when first used.
+    private init() {
+        BlockingThreads.startLoop { [self] in
+            while true {
+                if watched.withLock({ $0.isEmpty }) {
+                    work.wait()
+                    continue
+                }
+                usleep(useconds_t(Self.interval / .microseconds(1)))
+                look()
+            }
+        }
+    }
 
     /// Watches `pid`, a process group leader, from now until `stop`.
     func watch(_ pid: pid_t, limit: UInt64) -> Watched {
@@ -41,7 +54,6 @@ final class MemoryWatch: Sendable {
             table[pid] = entry
             return table.count == 1
         }
-        startThread()
         if first { work.signal() }
         return entry
     }
@@ -52,24 +64,6 @@ final class MemoryWatch: Sendable {
     func stop(_ entry: Watched) {
         watched.withLock { table in
             if table[entry.pid] === entry { table[entry.pid] = nil }
-        }
-    }
-
-    private func startThread() {
-        let start = thread.withLock { started in
-            defer { started = true }
-            return !started
-        }
-        guard start else { return }
-        BlockingThreads.startLoop { [self] in
-            while true {
-                if watched.withLock({ $0.isEmpty }) {
-                    work.wait()
-                    continue
-                }
-                usleep(useconds_t(Self.interval / .microseconds(1)))
-                look()
-            }
         }
     }
 

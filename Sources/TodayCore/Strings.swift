@@ -1,3 +1,5 @@
+import PropertyList
+
 /// Paths taken apart as NSString's path methods do, on bytes.
 enum PathText {
     /// The path without its last component: "/a/b" → "/a", "/a/" → "/",
@@ -29,12 +31,6 @@ extension StringProtocol {
     /// Without spaces and tabs at either end: the scalars of Foundation's
     /// `.whitespaces` (Unicode's space separators and U+0009).
     func trimmingSpaces() -> String {
-        let scalars = unicodeScalars
-        func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
-        guard let first = scalars.firstIndex(where: { !isSpace($0) }) else { return "" }
-        let last = scalars.lastIndex(where: { !isSpace($0) }) ?? first
-        var result = String.UnicodeScalarView()
-        result.append(contentsOf: scalars[first...last])
-        return String(result)
+        trimmingScalars { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
     }
 }
