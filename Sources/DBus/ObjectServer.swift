@@ -155,16 +155,16 @@ public final class ObjectServer: Sendable {
     private func route(_ message: Message, handle: MessageHandle, on connection: Connection) -> Outcome {
         let member = message.member ?? ""
         guard let path = message.path else { return .done(.failure(DBusError.invalidArgs("a call without a path"))) }
-        let (exported, isManager, children) = state.withLock { state in
-            (state.objects[path], state.managers.contains(path), Self.children(of: path, in: state))
-        }
+        let (exported, isManager) = state.withLock { state in (state.objects[path], state.managers.contains(path)) }
         let call = MethodCall(message: message, connection: connection)
         let interfaces = exported ?? []
         var standard: [Interface] = [.introspectable, .peer]
         if exported != nil { standard.append(.properties) }
         if isManager { standard.append(.objectManager) }
 
-        guard exported != nil || isManager || !children.isEmpty else {
+        // Only a path with nothing of its own needs the (linear) look for
+        // objects below it, the rest of every call does without it.
+        guard exported != nil || isManager || !children(of: path).isEmpty else {
             return .done(.failure(DBusError(.unknownObject, "no object at '\(path.rawValue)'")))
         }
 
@@ -216,13 +216,12 @@ public final class ObjectServer: Sendable {
                 return .done(.failure(DBusError(.unknownMethod, "no handler for \(member)")))
             }
         }
-        return standardCall(interface.name, member, call, path: path, interfaces: interfaces, standard: standard,
-                            children: children)
+        return standardCall(interface.name, member, call, path: path, interfaces: interfaces, standard: standard)
     }
 
     private func standardCall(
         _ interface: InterfaceName, _ member: String, _ call: MethodCall, path: ObjectPath,
-        interfaces: [ExportedInterface], standard: [Interface], children: [String]
+        interfaces: [ExportedInterface], standard: [Interface]
     ) -> Outcome {
         let arguments = call.arguments
         switch (interface, member) {
@@ -230,7 +229,7 @@ public final class ObjectServer: Sendable {
             var xml = Interface.introspectionDocType + "<node>\n"
             for declared in standard { xml += declared.introspectionXML() }
             for exported in interfaces { xml += exported.interface.introspectionXML() }
-            for child in children { xml += " <node name=\"\(child)\"/>\n" }
+            for child in children(of: path) { xml += " <node name=\"\(child)\"/>\n" }
             xml += "</node>\n"
             return .done(.success(([.string(xml)], "s")))
         case (.peer, "Ping"):
@@ -320,6 +319,10 @@ public final class ObjectServer: Sendable {
     }
 
     /// The names of the nodes directly below `path` that lead to objects.
+    private func children(of path: ObjectPath) -> [String] {
+        state.withLock { Self.children(of: path, in: $0) }
+    }
+
     private static func children(of path: ObjectPath, in state: State) -> [String] {
         var names = Set<String>()
         let prefix = path.rawValue == "/" ? "/" : path.rawValue + "/"
