@@ -102,7 +102,8 @@ struct SpawnedProcess {
     /// once the process has ended but while its pid is still reserved.
     /// Leftover processes of its group are killed.
     mutating func communicate(
-        input: Data, limits: ProviderLimits, log: (String) -> Void, beforeReap: () -> Void
+        input: Data, limits: ProviderLimits, quietPeriod: Duration = quietPeriod, log: (String) -> Void,
+        beforeReap: () -> Void
     ) -> (ending: Ending, output: Data) {
         let start = ContinuousClock.now
         var output = Data()
@@ -118,8 +119,28 @@ struct SpawnedProcess {
         defer { if exitFD >= 0 { close(exitFD) } }
         // Our ends of fresh pipes have no other status flag to keep.
         for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
-        if input.isEmpty { closeInput() }
         var buffer = [UInt8](repeating: 0, count: 65_536)
+
+        func feedInput() {
+            guard stdin >= 0 else { return }
+            let written =
+                inputOffset < input.count
+                ? input.withUnsafeBytes { raw in write(stdin, raw.baseAddress.map { $0 + inputOffset }, raw.count - inputOffset) }
+                : 0
+            if written > 0 { inputOffset += written }
+            if inputOffset >= input.count || (written < 0 && errno != EAGAIN && errno != EINTR) { closeInput() }
+        }
+        // A snapshot that fits in the pipe is written at once.
+        feedInput()
+        // Most providers write a little and end within milliseconds. For
+        // the quiet period, once its input is written, the thread waits for
+        // the process to end and nothing else: what it writes waits in the
+        // pipes (64 KiB each), and the thread wakes once instead of at
+        // every write and at each pipe's closing, while the provider runs
+        // on the same processor. After that, output and error are read as
+        // they come, so a provider that writes more than a pipe holds is
+        // held up for the quiet period at most.
+        let quietUntil = start + quietPeriod
 
         func stop(_ why: String, signal: Int32) {
             if reason == nil { reason = why }
@@ -130,22 +151,22 @@ struct SpawnedProcess {
 
         while !exited {
             var polls: [pollfd] = []
-            if stdin >= 0 { polls.append(pollfd(fd: stdin, events: Int16(POLLOUT), revents: 0)) }
-            if stdout >= 0 { polls.append(pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)) }
-            if stderr >= 0 { polls.append(pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)) }
-            if exitFD >= 0 { polls.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)) }
             // Nothing to do before the process ends, writes or reaches a
             // deadline: the time limit, or the grace after SIGTERM.
-            let deadline = killAt ?? (start + limits.timeout)
+            var deadline = killAt ?? (start + limits.timeout)
+            if exitFD >= 0, stdin < 0, reason == nil, ContinuousClock.now < quietUntil {
+                deadline = min(deadline, quietUntil)
+            } else {
+                if stdin >= 0 { polls.append(pollfd(fd: stdin, events: Int16(POLLOUT), revents: 0)) }
+                if stdout >= 0 { polls.append(pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)) }
+                if stderr >= 0 { polls.append(pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)) }
+            }
+            if exitFD >= 0 { polls.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)) }
             let wait = exitFD >= 0 ? Self.milliseconds(until: deadline) : 20
             _ = poll(&polls, nfds_t(polls.count), wait)
             for entry in polls where entry.revents != 0 && entry.fd != exitFD {
                 if entry.fd == stdin {
-                    let written = input.withUnsafeBytes { raw in
-                        write(stdin, raw.baseAddress.map { $0 + inputOffset }, raw.count - inputOffset)
-                    }
-                    if written > 0 { inputOffset += written }
-                    if inputOffset >= input.count || (written < 0 && errno != EAGAIN && errno != EINTR) { closeInput() }
+                    feedInput()
                 } else {
                     let count = read(entry.fd, &buffer, buffer.count)
                     if count > 0 {
@@ -212,6 +233,10 @@ struct SpawnedProcess {
         if signalNumber == 0 { return (.exited((status >> 8) & 0xff), output) }
         return (.signaled(signalNumber), output)
     }
+
+    /// How long a provider's output is left in its pipes while the thread
+    /// waits for it to end (see `communicate`).
+    static let quietPeriod: Duration = .milliseconds(20)
 
     /// A poll() timeout that ends at `deadline`, rounded up.
     static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {

@@ -45,4 +45,43 @@ import Testing
             (error as? SpawnedProcess.Failure)?.code == ENOENT
         }
     }
+
+    /// Voluntary context switches of the calling thread so far.
+    static func switches() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+        return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? -1
+    }
+
+    @Test func aQuickProviderWakesItsThreadOnlyAtItsEnd() throws {
+        // Six writes 5 ms apart: within the quiet period they wait in the
+        // pipe, and the thread sleeps until the process has ended (read as
+        // they come, they wake it about once each).
+        var child = try SpawnedProcess(
+            "/bin/sh", arguments: CStrings(["sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.005; done"]), directory: nil,
+            environment: CStrings(["PATH=/usr/bin:/bin"]))
+        let before = Self.switches()
+        let (ending, output) = child.communicate(
+            input: Data("ignored".utf8), limits: ProviderLimits(), quietPeriod: .seconds(30), log: { _ in }, beforeReap: {})
+        let woken = Self.switches() - before
+        #expect(ending == .exited(0))
+        #expect(String(decoding: output, as: UTF8.self) == "1\n2\n3\n4\n5\n6\n")
+        #expect(before >= 0 && woken <= 2, "the thread slept \(woken) times")
+    }
+
+    @Test func moreThanAPipeHoldsArrivesWhole() throws {
+        // 300 KB in, 1 MiB out and 100 KB of standard error: more than a
+        // pipe holds each way, so the provider blocks until the thread
+        // reads (after the quiet period) and writes the rest of the input.
+        let script = #"echo "in $(wc -c)" >&2; head -c 1048576 /dev/zero | tr '\0' a; head -c 100000 /dev/zero | tr '\0' b >&2"#
+        var child = try SpawnedProcess(
+            "/bin/sh", arguments: CStrings(["sh", "-c", script]), directory: nil, environment: CStrings(["PATH=/usr/bin:/bin"]))
+        var lines: [String] = []
+        let (ending, output) = child.communicate(
+            input: Data(repeating: 0x78, count: 300_000), limits: ProviderLimits(), log: { lines.append($0) }, beforeReap: {})
+        #expect(ending == .exited(0))
+        #expect(output.count == 1_048_576 && output.allSatisfy { $0 == 0x61 })
+        #expect(lines.first == "in 300000", "\(lines.prefix(1))")
+        #expect(lines.last == "(\(100_000 + 10 - ProviderLimits().errorLog) more bytes of standard error dropped)", "\(lines.suffix(1))")
+    }
 }
