@@ -41,3 +41,15 @@ final class BlockingThreads: Sendable {
         }
     }
 }
+
+extension ContinuousClock.Instant {
+    /// A poll() timeout, in milliseconds, that ends at this instant,
+    /// rounded up (rounded down, the last millisecond would be spent
+    /// calling poll() with no wait, in a loop).
+    var pollTimeout: Int32 {
+        let left = ContinuousClock.now.duration(to: self)
+        guard left > .zero else { return 0 }
+        let (seconds, attoseconds) = left.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+    }
+}

@@ -77,8 +77,7 @@ public final class BundleWatcher: Sendable {
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let wait: Int32
             if let pendingSince {
-                let left = settle - (ContinuousClock.now - pendingSince)
-                wait = max(0, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+                wait = (pendingSince + settle).pollTimeout
             } else {
                 wait = 500
             }

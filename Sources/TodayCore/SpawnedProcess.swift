@@ -162,7 +162,7 @@ struct SpawnedProcess {
                 if stderr >= 0 { polls.append(pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)) }
             }
             if exitFD >= 0 { polls.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)) }
-            let wait = exitFD >= 0 ? Self.milliseconds(until: deadline) : 20
+            let wait = exitFD >= 0 ? deadline.pollTimeout : 20
             _ = poll(&polls, nfds_t(polls.count), wait)
             for entry in polls where entry.revents != 0 && entry.fd != exitFD {
                 if entry.fd == stdin {
@@ -237,14 +237,6 @@ struct SpawnedProcess {
     /// How long a provider's output is left in its pipes while the thread
     /// waits for it to end (see `communicate`).
     static let quietPeriod: Duration = .milliseconds(20)
-
-    /// A poll() timeout that ends at `deadline`, rounded up.
-    static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
-        let left = ContinuousClock.now.duration(to: deadline)
-        guard left > .zero else { return 0 }
-        let (seconds, attoseconds) = left.components
-        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
-    }
 
     private mutating func closeInput() {
         if stdin >= 0 {

@@ -33,4 +33,14 @@ import Testing
         #expect(!comment.dropFirst(4).dropLast(4).contains("--"), "\(comment)")
         #expect(comment.hasPrefix("<!-- a- - -b - - c"))
     }
+
+    @Test func pollTimeoutsAreRoundedUp() {
+        // A wait of less than a millisecond is one, not a poll() that
+        // returns at once and is called again in a loop.
+        #expect((ContinuousClock.now + .microseconds(300)).pollTimeout == 1)
+        #expect((ContinuousClock.now - .seconds(1)).pollTimeout == 0)
+        let wait = (ContinuousClock.now + .milliseconds(1500)).pollTimeout
+        #expect(wait > 1490 && wait <= 1501, "\(wait)")
+    }
 }
+
