@@ -6,6 +6,8 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -25,6 +27,10 @@ static void close_all_from(int lowest, int keep) {
 }
 
 pid_t today_siginfo_pid(const siginfo_t *info) { return info->si_pid; }
+
+int today_set_thread_nice(int nice) { return setpriority(PRIO_PROCESS, (id_t)gettid(), nice); }
+
+void today_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 void today_malloc_map_large_blocks(int bytes) { mallopt(M_MMAP_THRESHOLD, bytes); }
 

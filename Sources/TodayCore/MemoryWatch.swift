@@ -1,3 +1,4 @@
+import CSystem
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -13,6 +14,9 @@ final class MemoryWatch: Sendable {
 
     /// How long between two looks.
     static let interval: Duration = .milliseconds(100)
+
+    /// The nice value of the watch's thread.
+    static let nice: Int32 = 10
 
     /// One provider under watch; its thread asks `exceeded` once the
     /// provider has ended.
@@ -36,6 +40,11 @@ final class MemoryWatch: Sendable {
     /// The one watch starts its thread when first used.
     private init() {
         BlockingThreads.startLoop { [self] in
+            // A look at 50 providers reads a few hundred /proc files; at
+            // nice 10 it gives way to the bus thread and dbus-daemon
+            // instead of holding up calls on a busy processor.
+            _ = today_set_thread_nice(Self.nice)
+            today_set_thread_name("memory-watch")  // after the nice value: a thread of that name has it
             while true {
                 if watched.withLock({ $0.isEmpty }) {
                     work.wait()

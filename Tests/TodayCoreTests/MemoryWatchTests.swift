@@ -31,4 +31,26 @@ import Testing
         #expect(ending == .exited(0))
         #expect(!watched.exceeded)
     }
+
+    @Test func theWatchGivesWayToTheBus() throws {
+        // Its looks read a few hundred /proc files with many providers
+        // running; its thread runs at nice 10, the rest of todayd at 0.
+        let watched = MemoryWatch.shared.watch(getpid(), limit: .max)
+        MemoryWatch.shared.stop(watched)
+        // The thread names itself and lowers its priority as it starts.
+        func watchThread() throws -> String? {
+            let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+            let stats = tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/stat", encoding: .utf8) }
+            return stats.first { $0.contains("(memory-watch)") }
+        }
+        var watch = try watchThread()
+        for _ in 0..<200 where watch == nil {
+            usleep(10_000)
+            watch = try watchThread()
+        }
+        // Field 19, nice, counted after the name in parentheses (field 2).
+        let fields = watch.map { $0[($0.range(of: ")", options: .backwards)?.upperBound ?? $0.startIndex)...].split(separator: " ") }
+        #expect(fields?.count ?? 0 > 17 && fields?[16] == "\(MemoryWatch.nice)", "\(watch ?? "no thread named memory-watch")")
+    }
 }
+

@@ -10,6 +10,14 @@ int today_pipe_cloexec(int fds[2]);
 /// The process id a waitid() filled in; 0 when none changed state.
 pid_t today_siginfo_pid(const siginfo_t *info);
 
+/// Sets the nice value of the calling thread alone (Linux keeps one per
+/// thread). 0 or -1 with errno.
+int today_set_thread_nice(int nice);
+
+/// Names the calling thread (up to 15 bytes), as `top -H` and
+/// /proc/<pid>/task/<tid>/comm show it.
+void today_set_thread_name(const char *name);
+
 /// A file descriptor that becomes readable when the process ends
 /// (pidfd_open, Linux 5.3); -1 with errno where the kernel lacks it.
 int today_pidfd_open(pid_t pid);
