@@ -1,4 +1,5 @@
 import CDBus
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -47,11 +48,14 @@ public final class BusDaemon: Sendable {
         self.address = line
     }
 
-    /// Starts the daemon with posix_spawn (Foundation's Process would add a
-    /// SIGCHLD handler that wakes threads whenever any child of this process
-    /// ends, providers included): standard output a pipe, whose read end
-    /// is returned, standard error /dev/null, no other descriptor, an empty
-    /// signal mask and default signal dispositions.
+    /// Starts the daemon with `today_spawn_bus` (Foundation's Process would
+    /// add a SIGCHLD handler that wakes threads whenever any child of this
+    /// process ends, providers included): standard output a pipe, whose
+    /// read end is returned, standard error /dev/null, no other descriptor,
+    /// an empty signal mask and default signal dispositions. It is started
+    /// from `Starter`'s thread, which lasts as long as this process, and
+    /// gets SIGTERM when that thread ends: a process killed outright, or
+    /// crashing, takes its private bus (and the bus's socket) with it.
     private static func spawn(
         _ executable: String, arguments: [String], environment: [String: String]?
     ) throws -> (pid_t, Int32) {
@@ -60,36 +64,60 @@ public final class BusDaemon: Sendable {
         _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
         defer { close(ends[1]) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        // Nothing else: a file this process has open for writing, held by
-        // the bus for its life, could not be executed meanwhile (ETXTBSY).
-        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-        defer { envp?.forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = envp.map { posix_spawn(&pid, executable, &actions, &attributes, argv, $0) }
-            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard status == 0 else {
+        let output = ends[1]
+        let started = Mutex<(pid: pid_t, error: Int32)>((-1, 0))
+        Starter.run { onStarterThread in
+            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+            defer { envp?.forEach { free($0) } }
+            var error: Int32 = 0
+            let pid = envp.map { today_spawn_bus(executable, argv, $0, output, onStarterThread ? 1 : 0, &error) }
+                ?? today_spawn_bus(executable, argv, nil, output, onStarterThread ? 1 : 0, &error)
+            started.withLock { $0 = (pid, error) }
+        }
+        let (pid, error) = started.withLock { $0 }
+        guard pid > 0 else {
             close(ends[0])
-            throw DBusError.failed("cannot start \(executable): \(String(cString: strerror(status))); is the dbus-daemon package installed?")
+            throw DBusError.failed("cannot start \(executable): \(String(cString: strerror(error))); is the dbus-daemon package installed?")
         }
         return (pid, ends[0])
+    }
+
+    /// The one thread that starts private buses, and never ends.
+    private final class Starter: Sendable {
+        /// Nil where no thread could be made.
+        static let shared: Starter? = {
+            let starter = Starter()
+            return (try? Threads.detach { starter.loop() }) == nil ? nil : starter
+        }()
+
+        private let jobs = Mutex<[@Sendable () -> Void]>([])
+        private let wake = DispatchSemaphore(value: 0)
+
+        private func loop() -> Never {
+            while true {
+                wake.wait()
+                for job in jobs.withLock({ jobs in defer { jobs = [] }; return jobs }) { job() }
+            }
+        }
+
+        /// Runs `body` on the starter's thread and waits for it; `body` is
+        /// told whether it runs there. Where there is no such thread, it
+        /// runs on the calling thread (and the bus does not end with the
+        /// process).
+        static func run(_ body: @escaping @Sendable (_ onStarterThread: Bool) -> Void) {
+            guard let starter = shared else { return body(false) }
+            let done = DispatchSemaphore(value: 0)
+            starter.jobs.withLock {
+                $0.append {
+                    body(true)
+                    done.signal()
+                }
+            }
+            starter.wake.signal()
+            done.wait()
+        }
     }
 
     /// A session bus configuration that activates services only from `serviceFolders`.

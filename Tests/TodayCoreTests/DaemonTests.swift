@@ -187,6 +187,35 @@ import Testing
         #expect(before >= 0 && after - before < 5, "the main thread woke \(after - before) times during 10 provider runs")
     }
 
+    @Test func aKilledDaemonTakesItsPrivateBusWithIt() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let connection = try await daemon.ready()
+        connection.close()
+        let pid = daemon.process.processIdentifier
+        let children = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ")
+        }
+        let bus = try #require(children.compactMap { pid_t($0) }.first, "todayd --private-bus has its bus as a child")
+        let socket = try #require(BusDaemon.socketPath(of: daemon.address))
+        #expect(FileManager.default.fileExists(atPath: socket))
+        kill(pid, SIGKILL)
+        daemon.process.waitUntilExit()
+        // The bus gets SIGTERM as todayd ends, and removes its socket.
+        func running() -> Bool {
+            let stat = (try? String(contentsOfFile: "/proc/\(bus)/stat", encoding: .utf8)) ?? ""
+            let state = stat.split(separator: ")").last?.split(separator: " ").first
+            return !stat.isEmpty && state != "Z"
+        }
+        for _ in 0..<100 where running() || FileManager.default.fileExists(atPath: socket) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!running(), "the bus (\(bus)) outlived todayd")
+        #expect(!FileManager.default.fileExists(atPath: socket), "\(socket) is left")
+    }
+
     @Test func busctlShowsTheObjects() async throws {
         let daemon = try TodayDaemon(bundles: [Paths.examples])
         defer { daemon.stop() }
