@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +20,8 @@ extern int close_range(unsigned int first, unsigned int last, int flags);
 
 /* Starts a private bus daemon: `argv` with `envp` (this process's own when
  * NULL), standard output `output`, standard error /dev/null, no other
- * descriptor, an empty signal mask and default dispositions. With
+ * descriptor, an empty signal mask, default dispositions and the nice
+ * value of this process's main thread (not the calling thread's). With
  * `die_with_thread`, the daemon gets SIGTERM when the calling thread ends
  * (PR_SET_PDEATHSIG), however it ends; dbus-daemon then removes its
  * socket. Returns the daemon's pid once it has been executed, or -1 with
@@ -32,6 +34,9 @@ static inline pid_t today_spawn_bus(const char *path, char *const argv[], char *
         return -1;
     }
     pid_t parent = getpid();
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)parent);
+    if (errno != 0) nice = 0;
     sigset_t all, saved;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &saved);
@@ -47,6 +52,7 @@ static inline pid_t today_spawn_bus(const char *path, char *const argv[], char *
             /* Gone already: the signal would never come. */
             if (getppid() != parent) _exit(1);
         }
+        (void)setpriority(PRIO_PROCESS, 0, nice);
         if (dup2(output, 1) < 0) goto failed;
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (null < 0 || dup2(null, 2) < 0) goto failed;

@@ -107,6 +107,7 @@ struct today_child {
     char *const *envp;
     const int *fds;
     const char *directory;
+    int nice;
     int error;
 };
 
@@ -125,6 +126,10 @@ static int today_child_main(void *argument) {
         if (number != SIGKILL && number != SIGSTOP) syscall(SYS_rt_sigaction, number, standard, NULL, 8);
     }
     if (setpgid(0, 0) < 0) goto failed;
+    /* The starting thread's own nice value is not passed on (as root,
+     * libdispatch runs its threads at -2 and -4); lowering a priority is
+     * always allowed, so a failure here is only a higher one kept. */
+    (void)setpriority(PRIO_PROCESS, 0, child->nice);
     for (int target = 0; target < 3; target++) {
         if (child->fds[target] == target) {
             if (fcntl(target, F_SETFD, 0) < 0) goto failed;
@@ -144,13 +149,13 @@ failed:
 }
 
 int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3],
-                         const char *directory) {
+                         const char *directory, int nice) {
     /* The child's stack: this frame is not used while the child runs, so
      * no mapping is made and unmapped for each provider (posix_spawn's
      * per-call mmap and munmap, and the TLB shootdown that munmap costs
      * in a process with threads on other processors). */
     char stack[32768] __attribute__((aligned(16)));
-    struct today_child child = {path, argv, envp, fds, directory, 0};
+    struct today_child child = {path, argv, envp, fds, directory, nice, 0};
     /* No handler of ours may run in the child before it resets them all;
      * SIGCHLD stays deliverable (it is never handled in todayd), so that a
      * child that ends before clone returns is not left pending. */

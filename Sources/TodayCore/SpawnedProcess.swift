@@ -41,6 +41,14 @@ struct SpawnedProcess {
         return previous
     }
 
+    /// The nice value todayd was started with (its main thread's), which
+    /// its children get whatever the nice value of the thread starting them.
+    static let processNice: Int32 = {
+        errno = 0
+        let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
+        return errno == 0 ? nice : 0
+    }()
+
     /// The signal mask of the thread before `takeChildExitsQuietly`.
     private let savedSignals: sigset_t
 
@@ -74,7 +82,8 @@ struct SpawnedProcess {
         }
         var pid: pid_t = 0
         let childFDs = [fds[0][0], fds[1][1], fds[2][1]]
-        let status = today_spawn_provider(&pid, executable, arguments.pointers, environment.pointers, childFDs, directory)
+        let status = today_spawn_provider(
+            &pid, executable, arguments.pointers, environment.pointers, childFDs, directory, Self.processNice)
         guard status == 0 else {
             close(fds[0][1])
             close(fds[1][0])

@@ -1,4 +1,5 @@
 import Foundation
+import CSystem
 import Glibc
 import TestSupport
 import Testing
@@ -83,5 +84,25 @@ import Testing
         #expect(output.count == 1_048_576 && output.allSatisfy { $0 == 0x61 })
         #expect(lines.first == "in 300000", "\(lines.prefix(1))")
         #expect(lines.last == "(\(100_000 + 10 - ProviderLimits().errorLog) more bytes of standard error dropped)", "\(lines.suffix(1))")
+    }
+
+    @Test func theChildHasTheProcesssPriorityNotTheThreads() throws {
+        // As root, libdispatch runs its threads at nice -2 and -4, and a
+        // thread's children inherit its value: a provider started from
+        // such a thread gets todayd's own instead. Without privileges a
+        // thread can only be lowered, and a child keeps the lower value.
+        let process = SpawnedProcess.processNice
+        let threadNice: Int32 = geteuid() == 0 ? process - 3 : process + 3
+        let seen = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { done.signal() }
+            guard today_set_thread_nice(threadNice) == 0 else { return }
+            seen.withLock { $0 = try? self.run(#"cut -d ' ' -f 19 /proc/$$/stat"#).1 }
+        }
+        thread.start()
+        done.wait()
+        let expected = geteuid() == 0 ? process : threadNice
+        #expect(seen.value == "\(expected)\n", "thread at \(threadNice), process at \(process)")
     }
 }

@@ -36,10 +36,10 @@ void today_malloc_map_large_blocks(int bytes);
 
 /// Starts a provider: `path` with `argv` and `envp`, `fds` as its
 /// standard input, output and error, in `directory`, in a process group of
-/// its own, with default signal dispositions, an empty signal mask and no
-/// other descriptor. Returns 0 with `pid` set once it has been executed,
-/// or the errno of what failed.
+/// its own, at nice value `nice`, with default signal dispositions, an
+/// empty signal mask and no other descriptor. Returns 0 with `pid` set
+/// once it has been executed, or the errno of what failed.
 int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3],
-                         const char *directory);
+                         const char *directory, int nice);
 
 #endif
