@@ -2,7 +2,7 @@ import Glibc
 
 /// Plain POSIX file-system queries, for scans that touch thousands of
 /// files and cannot afford more than one system call per question.
-enum FileSystem {
+package enum FileSystem {
     /// The names in a folder, without `.` and `..`; empty when unreadable.
     static func entries(_ folder: String) -> [String] {
         guard let stream = opendir(folder) else { return [] }
@@ -30,7 +30,7 @@ enum FileSystem {
 extension FileSystem {
     /// Writes all of `data` to `fd` (standard output or error), however
     /// many writes that takes; gives up on an error other than EINTR.
-    static func writeAll(_ fd: Int32, _ data: [UInt8]) {
+    package static func writeAll(_ fd: Int32, _ data: [UInt8]) {
         var offset = 0
         while offset < data.count {
             let count = data.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + offset }, data.count - offset) }
@@ -40,5 +40,5 @@ extension FileSystem {
         }
     }
 
-    static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
+    package static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
 }

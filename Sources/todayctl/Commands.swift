@@ -1,5 +1,5 @@
 import DBus
-import Foundation
+import FoundationEssentials
 import Glibc
 import PropertyList
 import TodayCore
@@ -224,7 +224,7 @@ func typedValue(_ text: String, _ type: String) throws -> PlistValue {
         return .boolean(value)
     case "--date":
         if let seconds = Double(text) { return .date(Date(timeIntervalSince1970: seconds)) }
-        guard let date = ISO8601DateFormatter().date(from: text) else {
+        guard let date = try? Date(text, strategy: .iso8601) else {
             throw Failure.usage("'\(text)' is not a date: give ISO 8601 (2026-11-29T12:00:00Z) or seconds since the epoch")
         }
         return .date(date)
@@ -245,8 +245,8 @@ func typedValue(_ text: String, _ type: String) throws -> PlistValue {
 func describe(_ value: PlistValue) -> String {
     switch value {
     case .string(let s): s
-    case .data(let d): "<\(d.count) bytes: \(d.prefix(16).map { String(format: "%02x", $0) }.joined())\(d.count > 16 ? "…" : "")>"
-    case .date(let d): ISO8601DateFormatter().string(from: d)
+    case .data(let d): "<\(d.count) bytes: \(d.prefix(16).map(hex).joined())\(d.count > 16 ? "…" : "")>"
+    case .date(let d): d.formatted(.iso8601)
     case .array, .dictionary: JSONOutput.text(value, compact: true)
     default: JSONOutput.text(value, compact: true)
     }
@@ -332,10 +332,16 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
     throw Failure.refused("the connection to the bus was lost")
 }
 
+/// A byte as two lowercase hexadecimal digits.
+func hex(_ byte: UInt8) -> String { (byte < 16 ? "0" : "") + String(byte, radix: 16) }
+
+/// The local time of day, HH:mm:ss (the C library's local time, which
+/// follows TZ and /etc/localtime).
 func timestamp() -> String {
-    let formatter = DateFormatter()
-    formatter.dateFormat = "HH:mm:ss"
-    return formatter.string(from: Date())
+    var now = time(nil)
+    var parts = tm()
+    guard localtime_r(&now, &parts) != nil else { return "--:--:--" }
+    return [parts.tm_hour, parts.tm_min, parts.tm_sec].map { ($0 < 10 ? "0" : "") + String($0) }.joined(separator: ":")
 }
 
 /// A snapshot in a few words, for `watch`.
@@ -376,7 +382,7 @@ func plist(_ arguments: [String], json: Bool) throws {
     guard let format else { throw Failure.usage("--to takes xml, binary or json, not '\(arguments[2])'") }
     do {
         let value = try Plist.read(contentsOf: arguments[0])
-        FileHandle.standardOutput.write(try Plist.write(value, format: format))
+        Out.bytes(try Plist.write(value, format: format))
     } catch {
         throw Failure.refused("\(arguments[0]): \(error)")
     }
@@ -403,7 +409,7 @@ func runProvider(_ arguments: [String], json: Bool) async throws {
         throw Failure.refused("no widget '\(id)' in \(directories.bundleFolders.joined(separator: ", "))\(hint)")
     }
     let outcome = await ProviderRun.once(manifest, directories: directories, environment: environment) { line in
-        FileHandle.standardError.write(Data("\(id): \(line)\n".utf8))
+        Out.error("\(id): \(line)\n")
     }
     var answer: PlistDictionary = ["result": .string(outcome.result)]
     if case .failed(let reason) = outcome { answer["failure"] = .string(reason) }

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PropertyList
+import TodayCore
 
 /// What `--json` prints: a property-list value as JSON, with data as
 /// base64 strings and dates as ISO 8601 strings. Pretty by default, one
@@ -13,9 +15,11 @@ enum JSONOutput {
 /// Standard output and error, written at once (no buffering surprises
 /// when piped).
 enum Out {
-    static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
-    }
+    static func line(_ text: String) { FileSystem.writeAll(1, text + "\n") }
+
+    static func bytes(_ data: Data) { FileSystem.writeAll(1, Array(data)) }
+
+    static func error(_ text: String) { FileSystem.writeAll(2, text) }
 
     static func json(_ value: PlistValue, compact: Bool = false) {
         line(JSONOutput.text(value, compact: compact))

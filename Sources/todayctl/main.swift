@@ -1,5 +1,5 @@
 import DBus
-import Foundation
+import FoundationEssentials
 import Glibc
 import PropertyList
 import TodayCore
@@ -42,7 +42,7 @@ while let argument = iterator.next() {
     switch argument {
     case "--address":
         guard let value = iterator.next() else {
-            FileHandle.standardError.write(Data("todayctl: --address needs a bus address\n".utf8))
+            Out.error("todayctl: --address needs a bus address\n")
             exit(2)
         }
         address = value
@@ -57,11 +57,11 @@ guard let name = rest.first else {
         Out.line(usage)
         exit(0)
     }
-    FileHandle.standardError.write(Data(usage.utf8 + Data("\n".utf8)))
+    Out.error(usage + "\n")
     exit(2)
 }
 guard let command = commands.first(where: { $0.name == name }) else {
-    FileHandle.standardError.write(Data("todayctl: unknown command '\(name)'\n\n\(usage)\n".utf8))
+    Out.error("todayctl: unknown command '\(name)'\n\n\(usage)\n")
     exit(2)
 }
 if help {
@@ -73,10 +73,10 @@ do {
     try await run(command.name, Array(rest.dropFirst()), address: address, json: json)
     exit(0)
 } catch let failure as Failure {
-    FileHandle.standardError.write(Data("todayctl: \(failure.message)\n".utf8))
-    if failure.status == 2 { FileHandle.standardError.write(Data("usage: todayctl \(command.usage)\n".utf8)) }
+    Out.error("todayctl: \(failure.message)\n")
+    if failure.status == 2 { Out.error("usage: todayctl \(command.usage)\n") }
     exit(failure.status)
 } catch {
-    FileHandle.standardError.write(Data("todayctl: \(error)\n".utf8))
+    Out.error("todayctl: \(error)\n")
     exit(1)
 }
