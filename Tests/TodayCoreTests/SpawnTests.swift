@@ -57,7 +57,8 @@ import Testing
     @Test func aQuickProviderWakesItsThreadOnlyAtItsEnd() throws {
         // Six writes 5 ms apart: within the quiet period they wait in the
         // pipe, and the thread sleeps until the process has ended (read as
-        // they come, they wake it about once each).
+        // they come, they wake it about once each: 6 or 7 sleeps). Room
+        // for two more: a lock the memory watch holds at that moment.
         var child = try SpawnedProcess(
             "/bin/sh", arguments: CStrings(["sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.005; done"]), directory: nil,
             environment: CStrings(["PATH=/usr/bin:/bin"]))
@@ -67,7 +68,7 @@ import Testing
         let woken = Self.switches() - before
         #expect(ending == .exited(0))
         #expect(String(decoding: output, as: UTF8.self) == "1\n2\n3\n4\n5\n6\n")
-        #expect(before >= 0 && woken <= 2, "the thread slept \(woken) times")
+        #expect(before >= 0 && woken <= 3, "the thread slept \(woken) times")
     }
 
     @Test func moreThanAPipeHoldsArrivesWhole() throws {
