@@ -12,8 +12,7 @@ let options: Daemon.Options
 do {
     options = try Daemon.parse(arguments)
 } catch {
-    let message = "todayd: \(error)\n\(Daemon.usage)\n"
-    _ = message.withCString { write(2, $0, strlen($0)) }
+    FileSystem.writeAll(2, "todayd: \(error)\n\(Daemon.usage)\n")
     exit(2)
 }
 exit(Daemon.runBlocking(options, environment: ProcessInfo.processInfo.environment))

@@ -74,3 +74,12 @@ public func writeExecutable(_ text: String, to path: String) throws {
     }
     guard fchmod(fd, 0o755) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
 }
+
+/// How many times a thread has slept so far (voluntary context switches),
+/// from `task`'s status file (`/proc/thread-self`, `/proc/<pid>/task/<tid>`);
+/// -1 when it cannot be read.
+public func voluntarySwitches(task: String) -> Int {
+    let status = (try? String(contentsOfFile: task + "/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+    return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? -1
+}

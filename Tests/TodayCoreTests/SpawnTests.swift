@@ -47,13 +47,6 @@ import Testing
         }
     }
 
-    /// Voluntary context switches of the calling thread so far.
-    static func switches() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
-        return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? -1
-    }
-
     @Test func aQuickProviderWakesItsThreadOnlyAtItsEnd() throws {
         // Six writes 5 ms apart: within the quiet period they wait in the
         // pipe, and the thread sleeps until the process has ended (read as
@@ -62,10 +55,10 @@ import Testing
         var child = try SpawnedProcess(
             "/bin/sh", arguments: CStrings(["sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.005; done"]), directory: nil,
             environment: CStrings(["PATH=/usr/bin:/bin"]))
-        let before = Self.switches()
+        let before = voluntarySwitches(task: "/proc/thread-self")
         let (ending, output) = child.communicate(
             input: Data("ignored".utf8), limits: ProviderLimits(), quietPeriod: .seconds(30), log: { _ in }, beforeReap: {})
-        let woken = Self.switches() - before
+        let woken = voluntarySwitches(task: "/proc/thread-self") - before
         #expect(ending == .exited(0))
         #expect(String(decoding: output, as: UTF8.self) == "1\n2\n3\n4\n5\n6\n")
         #expect(before >= 0 && woken <= 3, "the thread slept \(woken) times")
