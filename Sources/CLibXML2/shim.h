@@ -9,4 +9,9 @@
 #include <libxml/parserInternals.h>
 #include <libxml/SAX2.h>
 #include <libxml/xmlerror.h>
+
+/* Sets libxml2's process-wide nesting limit. Called once, before any
+ * parser runs (XMLPlistReader.initialize), so no parse reads it while it
+ * changes. */
+static inline void today_xml_set_maximum_depth(unsigned int depth) { xmlParserMaxDepth = depth; }
 #endif

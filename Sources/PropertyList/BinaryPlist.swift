@@ -36,7 +36,9 @@ enum BinaryPlistReader {
             let count = Self.bigEndian(bytes, trailer + 8, 8)
             let top = Self.bigEndian(bytes, trailer + 16, 8)
             let table = Self.bigEndian(bytes, trailer + 24, 8)
-            guard [1, 2, 4, 8].contains(offsetSize), [1, 2, 4, 8].contains(referenceSize) else {
+            // Apple's reader takes any size from 1 to 8 bytes; libplist writes
+            // 3-byte offsets into files between 64 KiB and 16 MiB.
+            guard (1...8).contains(offsetSize), (1...8).contains(referenceSize) else {
                 throw PlistError("binary plist: bad trailer (offset size \(offsetSize), reference size \(referenceSize))")
             }
             guard count > 0, count < UInt64(bytes.count), top < count else {
@@ -111,21 +113,71 @@ enum BinaryPlistReader {
             return Int(reference)
         }
 
+        /// The object at `index`. Only this and `container` recurse, and
+        /// both keep their frames small (scalars are decoded in `scalar`), so
+        /// the depth limit bounds the stack even in a debug build.
         mutating func object(_ index: Int, depth: Int) throws -> PlistValue {
             if let cached = cache[index] { return cached }
             guard depth <= limits.maximumDepth else {
                 throw PlistError("binary plist: nested deeper than \(limits.maximumDepth) levels")
             }
-            var at = try offset(of: index)
+            let at = try offset(of: index)
             let marker = bytes[at]
-            at += 1
+            let value: PlistValue
             // Only arrays and dictionaries refer to other objects.
-            let isContainer = marker >> 4 == 0xA || marker >> 4 == 0xD
-            if isContainer {
+            if marker >> 4 == 0xA || marker >> 4 == 0xD {
                 guard !visiting[index] else { throw PlistError("binary plist: object \(index) contains itself") }
                 visiting[index] = true
+                defer { visiting[index] = false }
+                value = try container(marker, at: at + 1, depth: depth)
+            } else {
+                value = try scalar(marker, at: at + 1)
             }
-            defer { if isContainer { visiting[index] = false } }
+            // Numbers, booleans and dates are cheaper to decode again than to
+            // keep; strings, data and containers are kept, so a file that
+            // refers to one object many times holds it once.
+            if marker >> 4 >= 0x4 { cache[index] = value }
+            return value
+        }
+
+        @inline(never)
+        mutating func container(_ marker: UInt8, at start: Int, depth: Int) throws -> PlistValue {
+            var at = start
+            let value: PlistValue
+            switch marker >> 4 {
+            case 0xA:
+                let count = try length(marker, at: &at)
+                try needReferences(at: at, count: count)
+                var elements: [PlistValue] = []
+                elements.reserveCapacity(count)
+                for position in 0..<count { elements.append(try object(reference(at: at, position), depth: depth + 1)) }
+                value = .array(elements)
+            case 0xD:
+                let count = try length(marker, at: &at)
+                try needReferences(at: at, count: count)
+                let valuesAt = at + count * referenceSize
+                try needReferences(at: valuesAt, count: count)
+                var keys: [String] = []
+                var values: [PlistValue] = []
+                keys.reserveCapacity(count)
+                values.reserveCapacity(count)
+                for position in 0..<count {
+                    guard case .string(let key) = try object(reference(at: at, position), depth: depth + 1) else {
+                        throw PlistError("binary plist: a dictionary key that is not a string")
+                    }
+                    keys.append(key)
+                    values.append(try object(reference(at: valuesAt, position), depth: depth + 1))
+                }
+                value = .dictionary(PlistDictionary(readingKeys: keys, values: values))
+            default:
+                throw PlistError("binary plist: unsupported marker 0x\(String(marker, radix: 16))")
+            }
+            return value
+        }
+
+        @inline(never)
+        func scalar(_ marker: UInt8, at start: Int) throws -> PlistValue {
+            var at = start
             let value: PlistValue
             switch marker >> 4 {
             case 0x0:
@@ -164,7 +216,9 @@ enum BinaryPlistReader {
                 guard marker == 0x33 else { throw PlistError("binary plist: bad date marker") }
                 try need(at, 8)
                 let seconds = Double(bitPattern: Self.bigEndian(bytes, at, 8))
-                value = .date(Date(timeIntervalSince1970: seconds + BinaryPlistReader.referenceDate))
+                let date = Date(timeIntervalSince1970: seconds + BinaryPlistReader.referenceDate)
+                guard PlistText.isStorable(date) else { throw PlistError("binary plist: \(PlistText.unstorable(date).message)") }
+                value = .date(date)
             case 0x4:
                 let count = try length(marker, at: &at)
                 try need(at, count)
@@ -185,37 +239,9 @@ enum BinaryPlistReader {
                     throw PlistError("binary plist: a string with invalid UTF-16")
                 }
                 value = .string(text)
-            case 0xA:
-                let count = try length(marker, at: &at)
-                try needReferences(at: at, count: count)
-                var elements: [PlistValue] = []
-                elements.reserveCapacity(count)
-                for position in 0..<count { elements.append(try object(reference(at: at, position), depth: depth + 1)) }
-                value = .array(elements)
-            case 0xD:
-                let count = try length(marker, at: &at)
-                try needReferences(at: at, count: count)
-                let valuesAt = at + count * referenceSize
-                try needReferences(at: valuesAt, count: count)
-                var keys: [String] = []
-                var values: [PlistValue] = []
-                keys.reserveCapacity(count)
-                values.reserveCapacity(count)
-                for position in 0..<count {
-                    guard case .string(let key) = try object(reference(at: at, position), depth: depth + 1) else {
-                        throw PlistError("binary plist: a dictionary key that is not a string")
-                    }
-                    keys.append(key)
-                    values.append(try object(reference(at: valuesAt, position), depth: depth + 1))
-                }
-                value = .dictionary(PlistDictionary(readingKeys: keys, values: values))
             default:
                 throw PlistError("binary plist: unsupported marker 0x\(String(marker, radix: 16)) (UIDs and sets are not property-list values)")
             }
-            // Numbers, booleans and dates are cheaper to decode again than to
-            // keep; strings, data and containers are kept, so a file that
-            // refers to one object many times holds it once.
-            if marker >> 4 >= 0x4 { cache[index] = value }
             return value
         }
     }
@@ -225,7 +251,7 @@ enum BinaryPlistReader {
 enum BinaryPlistWriter {
     static func write(_ value: PlistValue) throws -> Data {
         var writer = Writer()
-        let top = writer.flatten(value)
+        let top = try writer.flatten(value)
         return writer.encode(top: top)
     }
 
@@ -238,8 +264,10 @@ enum BinaryPlistWriter {
         var objects: [Object] = []
         var strings: [ByteKey: Int] = [:]
 
-        mutating func flatten(_ value: PlistValue) -> Int {
+        mutating func flatten(_ value: PlistValue) throws -> Int {
             switch value {
+            case .date(let date) where !PlistText.isStorable(date):
+                throw PlistText.unstorable(date)
             case .string(let s):
                 if let existing = strings[ByteKey(s)] { return existing }
                 objects.append(.scalar(value))
@@ -248,14 +276,14 @@ enum BinaryPlistWriter {
             case .array(let elements):
                 let index = objects.count
                 objects.append(.array([]))
-                let references = elements.map { flatten($0) }
+                let references = try elements.map { try flatten($0) }
                 objects[index] = .array(references)
                 return index
             case .dictionary(let dictionary):
                 let index = objects.count
                 objects.append(.array([]))
-                let keys = dictionary.keys.map { flatten(.string($0)) }
-                let values = dictionary.values.map { flatten($0) }
+                let keys = try dictionary.keys.map { try flatten(.string($0)) }
+                let values = try dictionary.values.map { try flatten($0) }
                 objects[index] = .dictionary(keys: keys, values: values)
                 return index
             default:

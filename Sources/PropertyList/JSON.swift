@@ -32,7 +32,7 @@ enum JSON {
             }
             out += "\(d)"
         case .boolean(let b): out += b ? "true" : "false"
-        case .date(let d) where lossy: out += quote(PlistText.formatDate(d))
+        case .date(let d) where lossy: out += PlistText.formatDate(d).map(quote) ?? "null"
         case .data(let d) where lossy: out += quote(d.base64EncodedString())
         case .date, .data:
             throw PlistError("JSON cannot hold the \(value.typeName) at \(path.isEmpty ? "the root" : path); use --to xml")

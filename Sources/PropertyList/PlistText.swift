@@ -101,7 +101,32 @@ enum PlistText {
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
-    static func formatDate(_ date: Date) -> String {
+    /// The dates a property list holds: the years 0000 to 9999, the four
+    /// digits of the XML form, which Apple's readers and writers share.
+    /// Readers refuse dates outside it and writers never write one.
+    static let firstDate = Double(daysFromCivil(year: 0, month: 1, day: 1) * 86_400)
+    static let lastDate = Double(daysFromCivil(year: 9999, month: 12, day: 31) * 86_400 + 86_399)
+
+    /// Whether `date` lies in the range property lists hold (which excludes
+    /// NaN and the infinities).
+    static func isStorable(_ date: Date) -> Bool {
+        let seconds = date.timeIntervalSince1970
+        return seconds >= firstDate && seconds < lastDate + 1
+    }
+
+    /// Why `date` cannot be written, for messages.
+    static func unstorable(_ date: Date) -> PlistError {
+        let seconds = date.timeIntervalSince1970
+        let what = seconds.isNaN ? "NaN" : seconds.isInfinite ? (seconds < 0 ? "-infinity" : "+infinity") : "\(seconds)"
+        return PlistError(
+            "a date of \(what) seconds since 1970 lies outside the years 0000 to 9999 that a property list holds")
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`, in UTC, whole seconds (rounded down, as
+    /// Apple's writer does); nil outside the years 0000 to 9999.
+    static func formatDate(_ date: Date) -> String? {
+        guard isStorable(date) else { return nil }
+        // In range, the rounded value is exact and far inside Int.
         let total = Int(date.timeIntervalSince1970.rounded(.down))
         var days = total / 86400
         var rest = total % 86400
@@ -137,11 +162,18 @@ enum PlistText {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    /// Base64 with any whitespace between the characters.
+    /// Base64, skipping every byte outside its alphabet (white space, line
+    /// breaks, stray characters), as Apple's reader and Python's plistlib do.
     static func data(_ bytes: [UInt8]) -> Data? {
-        let compact = bytes.filter { !($0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D) }
+        let compact = bytes.filter { isBase64[Int($0)] }
         return Data(base64Encoded: Data(compact))
     }
+
+    private static let isBase64: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=".utf8) { table[Int(byte)] = true }
+        return table
+    }()
 }
 
 extension StringProtocol {

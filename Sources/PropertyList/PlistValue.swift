@@ -96,6 +96,10 @@ public enum Plist {
         if data.starts(with: Array("bplist00".utf8)) {
             return try BinaryPlistReader.read(data, limits: limits)
         }
+        if data.starts(with: Array("bplist".utf8)) {
+            let version = String(decoding: data.prefix(8), as: UTF8.self).filter { $0.isASCII && !$0.isWhitespace }
+            throw PlistError("unsupported binary property list version '\(version)': only bplist00 is read")
+        }
         if allowJSON, let first = data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }),
             first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
         {
@@ -140,6 +144,16 @@ public enum Plist {
         (try? JSON.text(value, compact: compact, lossy: true)) ?? "null"
     }
 
+    /// The first and last date a property list holds: years 0000 to 9999,
+    /// the four digits of the XML form. Readers refuse dates outside them;
+    /// writers throw. XML keeps whole seconds (rounded down); binary keeps
+    /// the Double.
+    public static let firstDate = Date(timeIntervalSince1970: PlistText.firstDate)
+    public static let lastDate = Date(timeIntervalSince1970: PlistText.lastDate)
+
+    /// Whether `date` lies between `firstDate` and the end of `lastDate`'s second.
+    public static func isStorable(_ date: Date) -> Bool { PlistText.isStorable(date) }
+
     public static func write(_ value: PlistValue, format: PlistFormat) throws -> Data {
         switch format {
         case .xml: try XMLPlistWriter.write(value)
@@ -156,7 +170,10 @@ public struct PlistLimits: Sendable {
     /// Deepest nesting of arrays and dictionaries.
     public var maximumDepth: Int
 
-    public init(maximumSize: Int = 64 << 20, maximumDepth: Int = 128) {
+    /// The default depth, 512, is well past what real files reach
+    /// (plistlib and libplist read 300), and bounded so that the recursive
+    /// readers and writers stay far inside a thread's stack.
+    public init(maximumSize: Int = 64 << 20, maximumDepth: Int = 512) {
         self.maximumSize = maximumSize
         self.maximumDepth = maximumDepth
     }

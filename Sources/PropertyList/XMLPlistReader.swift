@@ -6,7 +6,14 @@ import Glibc
 /// loading, no entity declarations or references, bounded size and depth.
 /// Either the whole value or an error with line and column; never a part.
 enum XMLPlistReader {
-    static let initialize: Void = { xmlInitParser() }()
+    static let initialize: Void = {
+        xmlInitParser()
+        // libxml2 stops at 256 nested elements unless XML_PARSE_HUGE lifts
+        // every limit at once; this lifts only the depth, past
+        // PlistLimits' own check (512 containers, plus <plist> and a leaf),
+        // which is what bounds it.
+        today_xml_set_maximum_depth(1024)
+    }()
 
     static func read(_ data: Data, limits: PlistLimits) throws -> PlistValue {
         guard data.count <= limits.maximumSize else {

@@ -23,7 +23,9 @@ enum XMLPlistWriter {
         case .unsignedInteger(let u): out += "\(tabs)<integer>\(u)</integer>\n"
         case .real(let d): out += "\(tabs)<real>\(PlistText.formatReal(d))</real>\n"
         case .boolean(let b): out += "\(tabs)<\(b ? "true" : "false")/>\n"
-        case .date(let d): out += "\(tabs)<date>\(PlistText.formatDate(d))</date>\n"
+        case .date(let d):
+            guard let text = PlistText.formatDate(d) else { throw PlistText.unstorable(d) }
+            out += "\(tabs)<date>\(text)</date>\n"
         case .data(let d): out += "\(tabs)<data>\(d.base64EncodedString())</data>\n"
         case .array(let values):
             if values.isEmpty {

@@ -83,3 +83,19 @@ public func voluntarySwitches(task: String) -> Int {
     let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
     return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? -1
 }
+
+/// Runs `body` on a new thread with a stack of `stackSize` bytes and waits
+/// for its result: for showing that recursive code stays inside a stack.
+public func onThread<T: Sendable>(stackSize: Int, _ body: @escaping @Sendable () -> T) throws -> T {
+    let result = Locked<T?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        result.value = body()
+        done.signal()
+    }
+    thread.stackSize = stackSize
+    thread.start()
+    done.wait()
+    guard let value = result.value else { throw CocoaError(.featureUnsupported) }
+    return value
+}
