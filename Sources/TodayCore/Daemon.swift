@@ -104,6 +104,21 @@ public enum Daemon {
         return outcome.status.withLock { $0 }
     }
 
+    /// Removes, before the first write, what an earlier todayd killed in
+    /// the middle of a write left in todayd's own folders: the state and
+    /// snapshot folders, every group's Library/Preferences and todayd's
+    /// desktop entries. Returns their paths.
+    static func removeLeftovers(_ directories: Directories) -> [String] {
+        let store = WidgetStore(directories: directories)
+        var folders = [(store.stateFolder, ""), (store.snapshotFolder, ""), (directories.dataHome + "/applications", BundleDesktopEntries.prefix)]
+        for group in FileSystem.entries(directories.groupsFolder) {
+            folders.append((directories.groupsFolder + "/" + group + "/Library/Preferences", group))
+        }
+        return folders.flatMap { folder, prefix in
+            DurableFile.removeLeftovers(in: folder, matching: prefix).map { folder + "/" + $0 }
+        }
+    }
+
     /// Runs the daemon until SIGTERM, SIGINT or the loss of its bus or name.
     /// Returns the exit status. The signals must be blocked in every thread
     /// (`runBlocking` does that).
@@ -145,6 +160,10 @@ public enum Daemon {
             return 1
         }
         let directories = Directories(environment: environment, extraBundleFolders: options.bundleFolders)
+        let leftovers = removeLeftovers(directories)
+        if !leftovers.isEmpty {
+            log.info("removed \(leftovers.count) temporary files left by an interrupted write: \(leftovers.prefix(5).joined(separator: ", "))")
+        }
         let service = TodayService(
             connection: connection, directories: directories, log: log, environment: environment, busAddress: address)
         service.reload()

@@ -76,6 +76,36 @@ public enum DurableFile {
         fsync(folder)
     }
 
+    /// The name of the temporary file `write` uses for `name`, by process.
+    static func isTemporary(_ file: String, of pid: inout pid_t) -> Bool {
+        // `.<name>.<pid>.<random>.tmp`
+        guard file.hasPrefix("."), file.hasSuffix(".tmp") else { return false }
+        let parts = file.dropFirst().dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 3, !parts[parts.count - 1].isEmpty, parts[parts.count - 1].allSatisfy(\.isASCII),
+            UInt32(parts[parts.count - 1]) != nil, let owner = pid_t(parts[parts.count - 2]), owner > 0
+        else { return false }
+        pid = owner
+        return true
+    }
+
+    /// Removes the temporary files that `write` left in `folder` when the
+    /// process writing them was killed before it could rename them: those
+    /// of `write`'s naming whose process is gone and whose name starts with
+    /// `.` and `matching`. Returns the names removed.
+    @discardableResult
+    public static func removeLeftovers(in folder: String, matching prefix: String = "") -> [String] {
+        var removed: [String] = []
+        for file in FileSystem.entries(folder) where file.hasPrefix("." + prefix) {
+            var pid: pid_t = 0
+            guard isTemporary(file, of: &pid) else { continue }
+            // A process of that number that still runs may be writing it.
+            if pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
+            if unlink(folder + "/" + file) == 0 { removed.append(file) }
+        }
+        if !removed.isEmpty { syncFolder(folder) }
+        return removed
+    }
+
     /// Removes `path` and makes the removal durable; no error when absent.
     public static func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", code: errno) }

@@ -182,7 +182,11 @@ public struct ExecProvider: Sendable {
                 return .failed("bad-output: 'new-data' needs a 'snapshot' dictionary")
             }
             if let problem = Snapshot.problem(snapshot) { return .failed("bad-output: \(problem)") }
-            return .newData(snapshot)
+            do {
+                return .newData(try Snapshot.stored(snapshot))
+            } catch {
+                return .failed("bad-output: \(error)")
+            }
         case "no-data": return .noData
         case "failed": return .failed("reported")
         case let other:
@@ -193,6 +197,40 @@ public struct ExecProvider: Sendable {
 
 /// The rules a snapshot follows (SPEC section 2).
 public enum Snapshot {
+    public struct Unstorable: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The snapshot as todayd keeps it: every date to its whole second
+    /// (rounded down), since the cache is an XML property list, which keeps
+    /// no fraction, so the snapshot published now and the one read back
+    /// after a restart are equal. A date before 1970 cannot be published
+    /// (D-Bus `t` counts from 1970) and is refused, naming its key.
+    public static func stored(_ snapshot: PlistDictionary) throws -> PlistDictionary {
+        guard case .dictionary(let result) = try stored(.dictionary(snapshot), at: "") else { return snapshot }
+        return result
+    }
+
+    private static func stored(_ value: PlistValue, at path: String) throws -> PlistValue {
+        switch value {
+        case .date(let date):
+            let seconds = date.timeIntervalSince1970.rounded(.down)
+            guard seconds >= 0 else {
+                throw Unstorable(
+                    description: "snapshot key '\(path)' holds a date before 1970 (\(seconds) s), which D-Bus cannot carry")
+            }
+            return .date(Date(timeIntervalSince1970: seconds))
+        case .array(let elements):
+            return .array(try elements.enumerated().map { try stored($0.element, at: "\(path)[\($0.offset)]") })
+        case .dictionary(let dictionary):
+            var result = PlistDictionary()
+            for (key, element) in dictionary { result[key] = try stored(element, at: path.isEmpty ? key : "\(path).\(key)") }
+            return .dictionary(result)
+        default:
+            return value
+        }
+    }
+
     public static let maximumSize = 4 << 20
     public static let maximumImage = 1 << 20
 

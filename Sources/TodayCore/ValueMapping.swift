@@ -55,7 +55,7 @@ public enum ValueMapping {
         case .int32(let v): return .integer(Int64(v))
         case .uint32(let v): return .integer(Int64(v))
         case .int64(let v): return .integer(v)
-        case .uint64(let v): return .date(Date(timeIntervalSince1970: Double(v) / 1_000_000))
+        case .uint64(let v): return .date(try date(microseconds: v))
         case .double(let d): return .real(d)
         case .string(let s): return .string(s)
         case .objectPath(let p): return .string(p.rawValue)
@@ -79,10 +79,28 @@ public enum ValueMapping {
         }
     }
 
-    /// A date as microseconds since the epoch; dates before it are 0.
+    /// The date of a `t`: whole seconds, as stored dates keep them (XML
+    /// property lists write no fraction), so that what is read back after
+    /// a restart is what was given; the microseconds below the second are
+    /// dropped here, where the value arrives. Dates after 9999-12-31
+    /// cannot be stored and are refused.
+    public static func date(microseconds: UInt64) throws -> Date {
+        let seconds = microseconds / 1_000_000
+        // Exact: whole seconds below 2^53.
+        let date = Date(timeIntervalSince1970: Double(seconds))
+        guard Plist.isStorable(date) else {
+            throw Failure.unsupported(
+                "the date \(microseconds) µs since 1970 lies after 9999-12-31T23:59:59Z, the last date a property list stores")
+        }
+        return date
+    }
+
+    /// A date as microseconds since the epoch; dates before it are 0
+    /// (snapshots and group values never hold one: see `Snapshot.stored`).
     public static func microseconds(_ date: Date) -> UInt64 {
         let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
         guard value > 0 else { return 0 }
-        return value >= 1.8e19 ? UInt64.max : UInt64(value)
+        // NaN fails the comparison above; a rounded value below 2^64 converts.
+        return value < 0x1p64 ? UInt64(value) : UInt64.max
     }
 }

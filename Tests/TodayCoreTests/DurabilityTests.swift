@@ -63,6 +63,8 @@ import Testing
                 for file in FileSystem.entries(home.path + "/" + folder) where file.hasSuffix(".plist") {
                     #expect(throws: Never.self) { try Plist.read(contentsOf: home.path + "/" + folder + "/" + file) }
                 }
+                // What a kill during a write left, the new todayd removed.
+                #expect(FileSystem.entries(home.path + "/" + folder).filter { $0.hasSuffix(".tmp") } == [], "round \(round): \(folder)")
             }
 
             // Work that gets acknowledged, then work cut off by SIGKILL.
@@ -90,6 +92,40 @@ import Testing
             client.close()
         }
         try? FileManager.default.removeItem(at: home)
+    }
+
+    @Test func leftoversOfAKilledWriteAreRemovedAtStart() throws {
+        let home = try temporaryDirectory("leftovers")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let directories = Directories(environment: ["HOME": home.path])
+        let preferences = directories.groupsFolder + "/group.org.example.left/Library/Preferences"
+        let store = WidgetStore(directories: directories)
+        let applications = directories.dataHome + "/applications"
+        for folder in [preferences, store.stateFolder, store.snapshotFolder, applications] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        // A process that has ended, and one that runs (this one's parent).
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let gone = ended.processIdentifier
+        let running = getppid()
+        let files = [
+            (preferences, ".group.org.example.left.plist.\(gone).123456.tmp", true),
+            (store.stateFolder, ".org.example.W.plist.\(gone).9.tmp", true),
+            (store.snapshotFolder, ".org.example.W.plist.\(gone).4000000000.tmp", true),
+            (applications, ".todayd-org.example.desktop.\(gone).77.tmp", true),
+            // Not todayd's, or still being written, or not of its naming: kept.
+            (applications, ".other-app.desktop.\(gone).77.tmp", false),
+            (store.stateFolder, ".org.example.W.plist.\(running).5.tmp", false),
+            (store.stateFolder, ".notes.tmp", false),
+            (store.stateFolder, "org.example.W.plist", false),
+        ]
+        for (folder, name, _) in files { #expect(FileManager.default.createFile(atPath: folder + "/" + name, contents: Data("x".utf8))) }
+        let removed = Daemon.removeLeftovers(directories)
+        #expect(Set(removed) == Set(files.filter(\.2).map { $0.0 + "/" + $0.1 }))
+        for (folder, name, gone) in files { #expect(FileManager.default.fileExists(atPath: folder + "/" + name) != gone, "\(name)") }
     }
 
     static let canMount: Bool = {

@@ -1,0 +1,144 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// A value todayd accepts, it reads back after a restart; a value it
+/// cannot store it refuses when it arrives, saying which; and nothing a
+/// provider answers brings it down.
+@Suite struct ReadBackTests {
+    static let group = "group.org.example.readback"
+
+    /// A binary answer `{result: new-data, snapshot: {title: "t", when: <date>}}`
+    /// whose date holds these 8 bytes of Double: what a provider may write,
+    /// even where no property-list writer would.
+    static func answer(dateBits: UInt64) throws -> Data {
+        let marker = Date(timeIntervalSince1970: 978_307_200 + 12_345)
+        var bytes = [UInt8](
+            try Plist.write(
+                .dictionary(["result": .string("new-data"), "snapshot": .dictionary(["title": .string("t"), "when": .date(marker)])]),
+                format: .binary))
+        let pattern = [UInt8(0x33)] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: (12_345.0).bitPattern >> UInt64($0 * 8)) }
+        guard let at = (0...(bytes.count - 9)).first(where: { Array(bytes[$0..<$0 + 9]) == pattern }) else {
+            throw PlistError("no date in the answer")
+        }
+        for i in 0..<8 { bytes[at + 1 + i] = UInt8(truncatingIfNeeded: dateBits >> UInt64((7 - i) * 8)) }
+        return Data(bytes)
+    }
+
+    static func bundles() throws -> BundleFolder {
+        let bundles = try BundleFolder()
+        let answers: [(String, Double)] = [
+            ("NaN", .nan), ("Infinite", .infinity), ("MinusInfinite", -.infinity), ("Far", 1e12), ("Before1970", -978_307_200 - 86_400),
+            ("Fraction", 800_000_000.75),
+        ]
+        var widgets: [BundleFolder.Widget] = answers.map { name, _ in
+            .init(name: name, script: "cat > /dev/null; cat \"$(dirname \"$0\")/answer\"")
+        }
+        widgets.append(.init(name: "W", script: "exit 0", groups: [group]))
+        try bundles.addApp("org.example.ReadBack", widgets: widgets)
+        for (name, seconds) in answers {
+            try answer(dateBits: seconds.bitPattern)
+                .write(to: bundles.url.appendingPathComponent("org.example.ReadBack.app/PlugIns/\(name).appex/answer"))
+        }
+        return bundles
+    }
+
+    @discardableResult
+    func group(_ connection: Connection, _ member: String, _ arguments: [Value] = []) async throws -> Message {
+        try await connection.call(
+            Today.busName, path: Today.groupPath(Self.group), interface: Today.group.name,
+            member: MemberName(rawValue: member) ?? MemberName("Get"), arguments)
+    }
+
+    @Test func groupDatesAreWholeSecondsLiveAndAfterARestart() async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("readback")
+        defer { try? FileManager.default.removeItem(at: home) }
+        var daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        var client = try await daemon.ready()
+        try await client.center("RegisterApp", [.string("org.example.ReadBack.W")])
+        try await group(client, "Set", [.string("d"), .variant(.uint64(1_764_450_000_123_456))])
+        try await group(client, "Set", [.string("big"), .variant(.uint64(9_007_199_254_740_993))])
+        #expect(try await group(client, "Get", [.string("d")]).body == [.variant(.uint64(1_764_450_000_000_000))])
+        #expect(try await group(client, "Get", [.string("big")]).body == [.variant(.uint64(9_007_199_254_000_000))])
+
+        // Past 9999-12-31T23:59:59Z: refused where it arrives, by Set and by Update.
+        for call in [
+            ("Set", [Value.string("far"), .variant(.uint64(253_402_300_800_000_000))]),
+            ("Update", [.vardict([("far", .uint64(.max))]), .strings([])]),
+        ] {
+            do {
+                _ = try await group(client, call.0, call.1)
+                Issue.record("\(call.0) accepted a date after 9999")
+            } catch let error as DBusError {
+                #expect(error.name.rawValue == "org.freedesktop.DBus.Error.InvalidArgs")
+                #expect(error.message.contains("'far'") && error.message.contains("9999-12-31T23:59:59Z"), "\(error.message)")
+            }
+        }
+        // The last date that can be stored is stored.
+        try await group(client, "Set", [.string("last"), .variant(.uint64(253_402_300_799_999_999))])
+        client.close()
+        daemon.stop(keepHome: true)
+
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop() }
+        client = try await daemon.ready()
+        defer { client.close() }
+        try await client.center("RegisterApp", [.string("org.example.ReadBack.W")])
+        let all = try await group(client, "GetAll").body.first?.stringDictionary ?? [:]
+        #expect(all["d"]?.unwrapped == .uint64(1_764_450_000_000_000))
+        #expect(all["big"]?.unwrapped == .uint64(9_007_199_254_000_000))
+        #expect(all["last"]?.unwrapped == .uint64(253_402_300_799_000_000))
+        #expect(all["far"] == nil)
+    }
+
+    @Test func providerDatesNoStoreCanHoldAreBadOutputAndTheRestStays() async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("readback")
+        defer { try? FileManager.default.removeItem(at: home) }
+        var daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        var client = try await daemon.ready()
+        for name in ["NaN", "Infinite", "MinusInfinite", "Far"] {
+            let id = "org.example.ReadBack.\(name)"
+            #expect(try await client.widget(id, "PerformUpdate").body.first?.string == "failed", "\(name)")
+            let failure = try await client.property(id, "LastFailure").string ?? ""
+            #expect(failure.hasPrefix("bad-output: ") && failure.contains("outside the years 0000 to 9999"), "\(name): \(failure)")
+        }
+        let before = "org.example.ReadBack.Before1970"
+        #expect(try await client.widget(before, "PerformUpdate").body.first?.string == "failed")
+        #expect(try await client.property(before, "LastFailure").string?.contains("snapshot key 'when' holds a date before 1970") == true)
+        // A fraction of a second is dropped as the answer arrives, so the
+        // snapshot published now is the one read back after a restart.
+        let fraction = "org.example.ReadBack.Fraction"
+        #expect(try await client.widget(fraction, "PerformUpdate").body.first?.string == "new-data")
+        let live = try await client.property(fraction, "Snapshot")
+        #expect(live.stringDictionary?["when"]?.unwrapped == .uint64(1_778_307_200_000_000))
+        client.close()
+        daemon.stop(keepHome: true)
+
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop() }
+        client = try await daemon.ready()
+        defer { client.close() }
+        #expect(try await client.property(fraction, "Snapshot") == live)
+        #expect(try await client.property("org.example.ReadBack.NaN", "LastResult") == .string("failed"))
+    }
+
+    @Test func todayctlPlistRefusesWhatItCannotPrint() async throws {
+        let folder = try temporaryDirectory("plist")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("n.bplist")
+        try Self.answer(dateBits: Double.nan.bitPattern).write(to: file)
+        let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+        for format in ["xml", "binary", "json"] {
+            let result = try await run([todayctl, "plist", file.path, "--to", format])
+            #expect(result.status == 1, "\(format): \(result.status) \(result.error)")
+            #expect(result.error.contains("outside the years 0000 to 9999"), "\(result.error)")
+        }
+    }
+}
