@@ -113,6 +113,20 @@ public enum Plist {
         try read(readFile(path, limit: limits.maximumSize), limits: limits)
     }
 
+    /// Everything on standard input, refused once it passes `limit` bytes.
+    public static func readStandardInput(limit: Int = PlistLimits().maximumSize) throws -> Data {
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw PlistError("cannot read standard input: \(String(cString: strerror(errno)))") }
+            if count == 0 { return data }
+            data.append(contentsOf: chunk[0..<count])
+            guard data.count <= limit else { throw PlistError("standard input is over the limit of \(limit) bytes") }
+        }
+    }
+
     /// The bytes of a regular file, refused before reading when over `limit`.
     static func readFile(_ path: String, limit: Int) throws -> Data {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

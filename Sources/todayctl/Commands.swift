@@ -376,15 +376,22 @@ func lint(_ paths: [String], json: Bool) throws {
 
 func plist(_ arguments: [String], json: Bool) throws {
     guard arguments.count == 1 || (arguments.count == 3 && arguments[1] == "--to") else {
-        throw Failure.usage("plist FILE [--to xml|binary|json]")
+        throw Failure.usage("plist FILE|- [--to xml|binary|json]")
     }
     let format = json ? .json : arguments.count == 3 ? PlistFormat(rawValue: arguments[2]) : .xml
     guard let format else { throw Failure.usage("--to takes xml, binary or json, not '\(arguments[2])'") }
+    let name = arguments[0] == "-" ? "standard input" : arguments[0]
     do {
-        let value = try Plist.read(contentsOf: arguments[0])
-        Out.bytes(try Plist.write(value, format: format))
+        let value = arguments[0] == "-" ? try Plist.read(try Plist.readStandardInput()) : try Plist.read(contentsOf: arguments[0])
+        // JSON as --json prints it (docs/todayctl.md): data as base64 and
+        // dates as ISO 8601 strings, non-finite reals as null.
+        if format == .json {
+            Out.line(Plist.displayJSON(value))
+        } else {
+            Out.bytes(try Plist.write(value, format: format))
+        }
     } catch {
-        throw Failure.refused("\(arguments[0]): \(error)")
+        throw Failure.refused("\(name): \(error)")
     }
 }
 

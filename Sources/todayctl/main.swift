@@ -15,7 +15,7 @@ let commands: [(name: String, usage: String, summary: String)] = [
      "read and write an app group's defaults"),
     ("watch", "watch", "print changes as they happen, until interrupted"),
     ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),
-    ("plist", "plist FILE [--to xml|binary|json]", "print a property list (XML by default)"),
+    ("plist", "plist FILE|- [--to xml|binary|json]", "print a property list (XML by default; - reads standard input)"),
     ("run-provider", "run-provider WIDGET [--bundles DIR]…", "run a widget's provider once, outside todayd, with the same limits"),
 ]
 

@@ -140,5 +140,18 @@ import Testing
             #expect(result.status == 1, "\(format): \(result.status) \(result.error)")
             #expect(result.error.contains("outside the years 0000 to 9999"), "\(result.error)")
         }
+        // Standard input, and JSON in the form docs/todayctl.md gives.
+        let good = folder.appendingPathComponent("good.bplist")
+        try Plist.write(.dictionary(["d": .date(Date(timeIntervalSince1970: 1_764_450_000)), "b": .data(Data([1, 2, 255]))]), format: .binary)
+            .write(to: good)
+        let piped = try await run(["sh", "-c", "\"$0\" plist - --to json < \"$1\"", todayctl, good.path])
+        #expect(piped.status == 0, "\(piped.error)")
+        #expect(piped.output == "{\n  \"d\": \"2025-11-29T21:00:00Z\",\n  \"b\": \"AQL/\"\n}\n")
+        let json = try await run([todayctl, "plist", good.path, "--json"])
+        #expect(json.output == piped.output)
+        let empty = try await run(["sh", "-c", "\"$0\" plist - < /dev/null", todayctl])
+        #expect(empty.status == 1 && empty.error.contains("standard input"), "\(empty.error)")
+        let version = try await run(["sh", "-c", "printf 'bplist01xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | \"$0\" plist -", todayctl])
+        #expect(version.error.contains("unsupported binary property list version 'bplist01'"), "\(version.error)")
     }
 }
