@@ -44,6 +44,10 @@ public final class TodayService: Sendable {
         let id: String
         let object: ExportedInterface
         let data: Mutex<Data>
+        /// Held while the record is copied and written, so that writes of
+        /// one file land in the order of the changes they carry: each
+        /// writes the record as it is when its turn comes.
+        let recordWriter = Mutex(())
 
         struct Data {
             var manifest: WidgetManifest
@@ -489,13 +493,24 @@ public final class TodayService: Sendable {
         return outcome.result
     }
 
-    func saveRecord(_ record: WidgetRecord, of widget: Widget) {
-        do {
-            try store.save(record, for: widget.id)
-        } catch {
-            log.warning("\(widget.id): cannot keep its state: \(error)")
+    /// Writes the widget's record as it is now. A write that copied an
+    /// older record (the deferred flush, say) cannot land after one that
+    /// carries a newer change: copy and write happen under one lock.
+    func saveRecord(of widget: Widget) {
+        widget.recordWriter.withLock { _ in
+            let record = widget.data.withLock { $0.record }
+            beforeRecordWrite.withLock { $0 }?(widget.id)
+            do {
+                try store.save(record, for: widget.id)
+            } catch {
+                log.warning("\(widget.id): cannot keep its state: \(error)")
+            }
         }
     }
+
+    /// Called between copying a record and writing it: where a test holds
+    /// one write to show that another cannot overtake it.
+    let beforeRecordWrite = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// Last results and schedules are written within a second, together,
     /// and at shutdown; what a caller set (has-content) and new snapshots
@@ -520,7 +535,7 @@ public final class TodayService: Sendable {
             }
             return state.unsaved.compactMap { state.widgets[$0] }
         }
-        for widget in widgets { saveRecord(widget.data.withLock { $0.record }, of: widget) }
+        for widget in widgets { saveRecord(of: widget) }
     }
 
     /// One provider run for `widget`, whatever kind of provider it has;
@@ -569,14 +584,14 @@ public final class TodayService: Sendable {
             throw TodayError.notEntitled("'\(caller)' may not change whether '\(id)' has content: only the widget or its container app '\(container)' may")
         }
         let now = self.now()
-        let record = widget.data.withLock { data -> WidgetRecord? in
-            guard data.record.hasContent != hasContent else { return nil }
+        let changed = widget.data.withLock { data -> Bool in
+            guard data.record.hasContent != hasContent else { return false }
             data.record.hasContent = hasContent
             data.record.schedule.plan(at: now, interval: data.manifest.updateInterval, hasContent: hasContent, outcome: nil, scheduled: false)
-            return data.record
+            return true
         }
-        guard let record else { return }
-        saveRecord(record, of: widget)
+        guard changed else { return }
+        saveRecord(of: widget)
         publish(widget)
         log.info("\(id): has content: \(hasContent) (told by \(caller))")
     }

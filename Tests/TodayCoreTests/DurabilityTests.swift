@@ -128,6 +128,59 @@ import Testing
         for (folder, name, gone) in files { #expect(FileManager.default.fileExists(atPath: folder + "/" + name) != gone, "\(name)") }
     }
 
+    /// The deferred flush copies a record, then SetHasContent changes it
+    /// and is acknowledged, then the flush writes: the acknowledged flag
+    /// must be what stays on disk. The flush is held between its copy and
+    /// its write, where it was overtaken before.
+    @Test func aRecordWriteCannotOvertakeANewerOne() async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("order")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let id = "org.example.Durable.W"
+        try await withPrivateBus { bus, serviceConnection in
+            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
+            let service = TodayService(connection: serviceConnection, directories: directories, log: Logger(verbose: false))
+            service.reload()
+            try await service.start()
+            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
+            let client = try Connection(address: bus.address)
+            defer { client.close() }
+            try await client.center("RegisterApp", [.string(id)])
+            #expect(try await client.widget(id, "PerformUpdate").body.first?.string == "new-data")
+
+            let copied = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let writes = Locked(0)
+            service.beforeRecordWrite.withLock {
+                $0 = { _ in
+                    var first = false
+                    writes.withLock { count in
+                        count += 1
+                        first = count == 1
+                    }
+                    guard first else { return }
+                    copied.signal()
+                    release.wait()
+                }
+            }
+            // The flush, on a thread of its own, stops after copying the record.
+            let flushed = DispatchSemaphore(value: 0)
+            Thread {
+                service.flushRecords()
+                flushed.signal()
+            }.start()
+            copied.wait()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { release.signal() }
+            try await client.center("SetHasContent", [.boolean(false), .string(id)])
+            flushed.wait()
+            let file = home.path + "/state/todayd/widgets/\(id).plist"
+            #expect(try Plist.read(contentsOf: file)["HasContent"] == .boolean(false))
+            #expect(writes.value == 2)
+            await service.stop()
+        }
+    }
+
     static let canMount: Bool = {
         guard getuid() == 0 else { return false }
         let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(UUID().uuidString)")
