@@ -15,11 +15,15 @@ public struct DesktopEntry: Sendable, Equatable {
     }
 
     /// Parses `text`. `anyKeys` accepts keys beyond the spec's
-    /// `[A-Za-z0-9-]` (mimeapps.list keys are MIME types).
+    /// `[A-Za-z0-9-]` (mimeapps.list keys are MIME types). Lines end at
+    /// LF or CRLF. As GLib reads these files, a group that appears again
+    /// continues the first, and of a key given twice the last counts.
     public init(parsing text: String, anyKeys: Bool = false) throws {
         var current: String?
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...]
+        // Split on the byte: as Characters, "\r\n" is one and never equals "\n".
+        for (index, bytes) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let rawLine = Substring(bytes)
+            let line = rawLine.utf8.last == UInt8(ascii: "\r") ? Substring(rawLine.utf8.dropLast()) : rawLine
             let trimmed = line.drop { $0 == " " || $0 == "\t" }
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             if trimmed.hasPrefix("[") {
@@ -30,9 +34,10 @@ public struct DesktopEntry: Sendable, Equatable {
                 guard !name.contains("["), !name.contains("]"), name.allSatisfy({ ($0.asciiValue ?? 0) >= 0x20 && ($0.asciiValue ?? 0x7f) < 0x7f }) else {
                     throw ParseError(line: index + 1, message: "'\(name)' is not a group name")
                 }
-                guard groups[name] == nil else { throw ParseError(line: index + 1, message: "group [\(name)] appears twice") }
-                groups[name] = [:]
-                groupOrder.append(name)
+                if groups[name] == nil {
+                    groups[name] = [:]
+                    groupOrder.append(name)
+                }
                 current = name
                 continue
             }
@@ -45,7 +50,6 @@ public struct DesktopEntry: Sendable, Equatable {
             guard anyKeys ? !key.isEmpty : Self.isValidKey(key) else {
                 throw ParseError(line: index + 1, message: "'\(key)' is not a key")
             }
-            guard groups[group]?[key] == nil else { throw ParseError(line: index + 1, message: "key \(key) appears twice in [\(group)]") }
             groups[group]?[key] = value
         }
     }

@@ -2,14 +2,19 @@ import FoundationEssentials
 import Glibc
 
 /// Which desktop entry opens a MIME type, as the freedesktop.org
-/// mime-apps specification 1.0.1 says: mimeapps.list files in their lookup
-/// order (desktop-specific ones from XDG_CURRENT_DESKTOP first at each
-/// level), Default Applications that are installed and associated, then
-/// the most preferred associated entry: Added Associations in file order,
-/// minus Removed Associations of that file or an earlier one, then
-/// entries whose MimeType lists the type, in folder precedence and then
-/// desktop-id order. Hidden entries, entries whose TryExec is missing and
-/// entries that are not `Type=Application` count as not installed.
+/// mime-apps specification 1.0.1 says. The levels, in precedence order,
+/// are XDG_CONFIG_HOME, each XDG_CONFIG_DIRS entry, then each
+/// `applications` folder (XDG_DATA_HOME, then XDG_DATA_DIRS). The entries
+/// associated with a type are gathered level by level: that level's Added
+/// Associations (minus what an earlier level removed, and only for
+/// desktop files of that level or a later one), then its Removed
+/// Associations join the blacklist, then that level's own desktop files
+/// whose MimeType lists the type, in desktop-id order. The default is the
+/// first installed and associated entry of the Default Applications of
+/// the mimeapps.list files in lookup order (desktop-specific ones from
+/// XDG_CURRENT_DESKTOP first at each level), else the first associated
+/// one. Hidden entries, entries whose TryExec is missing and entries that
+/// are not `Type=Application` count as not installed.
 public struct MimeApps: Sendable {
     public var configHome: String
     public var configDirs: [String]
@@ -61,30 +66,25 @@ public struct MimeApps: Sendable {
         public var entry: DesktopEntry
     }
 
+    /// The folder of each level, in precedence order: the config folders,
+    /// then the applications folders.
+    public var levelFolders: [String] {
+        ([configHome] + configDirs).map(Self.trimmed) + applicationFolders
+    }
+
+    /// Reads every folder and list this configuration names, once.
+    public func index() -> MimeIndex { MimeIndex(self) }
+
     /// The entry a desktop id names, or nil when it is not installed.
-    public func application(_ id: String) -> Application? {
-        for folder in applicationFolders {
-            // ids map `-` to `/` in subfolders; try the flat name first.
-            for candidate in Self.candidatePaths(id, in: folder) where FileSystem.exists(candidate) {
-                return installed(id: id, file: candidate)
-            }
-        }
-        return nil
-    }
+    public func application(_ id: String) -> Application? { index().application(id) }
 
-    static func candidatePaths(_ id: String, in folder: String) -> [String] {
-        var paths = [folder + "/" + id]
-        let parts = id.split(separator: "-")
-        if parts.count > 1 {
-            for split in 1..<parts.count {
-                paths.append(folder + "/" + parts[..<split].joined(separator: "/") + "/" + parts[split...].joined(separator: "-"))
-            }
-        }
-        return paths
-    }
+    /// Entries associated with `type`, most preferred first.
+    public func associated(_ type: String) -> [Application] { index().associated(type) }
 
-    /// The entry in `file` when it counts as installed; the first file
-    /// with an id decides, so a hidden one hides those below it.
+    /// The entry that opens `type`.
+    public func defaultApplication(_ type: String) -> Application? { index().defaultApplication(type) }
+
+    /// The entry in `file` when it counts as installed.
     func installed(id: String, file: String) -> Application? {
         guard let text = try? String(contentsOfFile: file, encoding: .utf8), let entry = try? DesktopEntry(parsing: text) else {
             return nil
@@ -105,66 +105,114 @@ public struct MimeApps: Sendable {
         return nil
     }
 
-    /// Every desktop id in the applications folders, first folder winning,
-    /// with the MIME types its file lists.
-    func allApplications() -> [(id: String, folderIndex: Int, file: String)] {
-        var seen = Set<String>()
-        var result: [(String, Int, String)] = []
-        for (index, folder) in applicationFolders.enumerated() {
-            for (id, file) in Self.desktopFiles(in: folder, prefix: "").sorted(by: { $0.0 < $1.0 }) where seen.insert(id).inserted {
-                result.append((id, index, file))
-            }
-        }
-        return result
-    }
-
-    static func desktopFiles(in folder: String, prefix: String, depth: Int = 0) -> [(String, String)] {
-        guard depth < 8 else { return [] }
-        var files: [(String, String)] = []
+    /// The desktop files under an applications folder, by desktop id
+    /// (`vendor/app.desktop` is `vendor-app.desktop`), and the folders
+    /// walked.
+    static func desktopFiles(in folder: String, prefix: String, depth: Int = 0, into files: inout [(String, String)], folders: inout [String]) {
+        guard depth < 8 else { return }
+        folders.append(folder)
         for name in FileSystem.entries(folder) {
             let path = folder + "/" + name
             if name.hasSuffix(".desktop") {
                 files.append((prefix + name, path))
             } else if FileSystem.isDirectory(path) {
-                files += desktopFiles(in: path, prefix: prefix + name + "-", depth: depth + 1)
+                desktopFiles(in: path, prefix: prefix + name + "-", depth: depth + 1, into: &files, folders: &folders)
             }
         }
-        return files
+    }
+}
+
+/// What the applications folders and mimeapps.list files of one
+/// configuration hold, read once: every winning desktop id, parsed, and
+/// every list. Resolving from it touches no file.
+public struct MimeIndex: Sendable {
+    public let configuration: MimeApps
+    /// The folder of each level, in precedence order.
+    let levels: [String]
+    /// The level and file of each desktop id's winning file.
+    let winners: [String: (level: Int, file: String)]
+    /// The installed entries among the winners.
+    let installed: [String: MimeApps.Application]
+    /// The desktop ids whose winning file is at each level, sorted.
+    let idsByLevel: [[String]]
+    /// Each mimeapps.list that exists, by path.
+    let lists: [String: List]
+    /// Every folder read, for a watcher to follow.
+    public let folders: [String]
+
+    /// One mimeapps.list: group → type (lower case) → desktop ids.
+    struct List: Sendable {
+        var defaults: [String: [String]] = [:]
+        var added: [String: [String]] = [:]
+        var removed: [String: [String]] = [:]
     }
 
-    /// The parsed groups of one mimeapps.list: group → type → desktop ids.
-    static func readList(_ path: String) -> [String: [String: [String]]] {
+    init(_ configuration: MimeApps) {
+        self.configuration = configuration
+        let configLevels = ([configuration.configHome] + configuration.configDirs).map(MimeApps.trimmed)
+        let applicationFolders = configuration.applicationFolders
+        levels = configuration.levelFolders
+        var winners: [String: (Int, String)] = [:]
+        var idsByLevel = [[String]](repeating: [], count: levels.count)
+        var folders = configLevels
+        for (offset, folder) in applicationFolders.enumerated() {
+            let level = configLevels.count + offset
+            var files: [(String, String)] = []
+            MimeApps.desktopFiles(in: folder, prefix: "", into: &files, folders: &folders)
+            for (id, file) in files.sorted(by: { $0.0 < $1.0 }) where winners[id] == nil {
+                winners[id] = (level, file)
+                idsByLevel[level].append(id)
+            }
+        }
+        self.winners = winners
+        self.idsByLevel = idsByLevel
+        self.folders = folders
+        var installed: [String: MimeApps.Application] = [:]
+        for (id, winner) in winners {
+            if let app = configuration.installed(id: id, file: winner.1) { installed[id] = app }
+        }
+        self.installed = installed
+        var lists: [String: List] = [:]
+        for (path, _) in configuration.listFiles {
+            if let list = Self.readList(path) { lists[path] = list }
+        }
+        self.lists = lists
+    }
+
+    static func readList(_ path: String) -> List? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8), let entry = try? DesktopEntry(parsing: text, anyKeys: true)
-        else { return [:] }
-        var result: [String: [String: [String]]] = [:]
-        for group in ["Default Applications", "Added Associations", "Removed Associations"] {
-            for key in entry.groups[group]?.keys ?? [:].keys {
-                result[group, default: [:]][key.lowercased()] = entry.list(key, group: group)
-            }
+        else { return nil }
+        func group(_ name: String) -> [String: [String]] {
+            var result: [String: [String]] = [:]
+            for key in entry.groups[name]?.keys.sorted() ?? [] { result[key.lowercased(), default: []] += entry.list(key, group: name) }
+            return result
         }
-        return result
+        return List(defaults: group("Default Applications"), added: group("Added Associations"), removed: group("Removed Associations"))
     }
 
-    /// Entries associated with `type`, most preferred first.
-    public func associated(_ type: String) -> [Application] {
+    /// The entry a desktop id names, or nil when it is not installed.
+    public func application(_ id: String) -> MimeApps.Application? { installed[id] }
+
+    /// Entries associated with `type`, most preferred first; `usable`
+    /// passes over entries as if they were not installed.
+    public func associated(_ type: String, usable: (MimeApps.Application) -> Bool = { _ in true }) -> [MimeApps.Application] {
         let type = type.lowercased()
-        var ordered: [String] = []
-        var blacklist = Set<String>()
-        for (path, desktopSpecific) in listFiles where !desktopSpecific {
-            let list = Self.readList(path)
-            for id in list["Added Associations"]?[type] ?? [] where !blacklist.contains(id) && !ordered.contains(id) {
-                ordered.append(id)
-            }
-            blacklist.formUnion(list["Removed Associations"]?[type] ?? [])
-        }
-        var result: [Application] = []
+        var result: [MimeApps.Application] = []
         var taken = Set<String>()
-        for id in ordered {
-            if let app = application(id), taken.insert(id).inserted { result.append(app) }
-        }
-        for (id, _, file) in allApplications() where !blacklist.contains(id) && !taken.contains(id) {
-            guard let app = installed(id: id, file: file) else { continue }
-            if app.entry.list("MimeType").contains(where: { $0.lowercased() == type }) {
+        var blacklist = Set<String>()
+        for (level, folder) in levels.enumerated() {
+            let list = lists[folder + "/mimeapps.list"]
+            // An association made here applies to desktop files here or below.
+            for id in list?.added[type] ?? [] where !blacklist.contains(id) && !taken.contains(id) {
+                guard let winner = winners[id], winner.level >= level, let app = installed[id], usable(app) else { continue }
+                taken.insert(id)
+                result.append(app)
+            }
+            blacklist.formUnion(list?.removed[type] ?? [])
+            for id in idsByLevel[level] where !blacklist.contains(id) && !taken.contains(id) {
+                guard let app = installed[id], usable(app), app.entry.list("MimeType").contains(where: { $0.lowercased() == type }) else {
+                    continue
+                }
                 taken.insert(id)
                 result.append(app)
             }
@@ -174,13 +222,13 @@ public struct MimeApps: Sendable {
 
     /// The entry that opens `type`: the first installed and associated
     /// default, else the most preferred association.
-    public func defaultApplication(_ type: String) -> Application? {
+    public func defaultApplication(_ type: String, usable: (MimeApps.Application) -> Bool = { _ in true }) -> MimeApps.Application? {
         let type = type.lowercased()
-        let associations = associated(type)
+        let associations = associated(type, usable: usable)
         let associatedIDs = Set(associations.map(\.id))
-        for (path, _) in listFiles {
-            for id in Self.readList(path)["Default Applications"]?[type] ?? [] where associatedIDs.contains(id) {
-                if let app = application(id) { return app }
+        for (path, _) in configuration.listFiles {
+            for id in lists[path]?.defaults[type] ?? [] where associatedIDs.contains(id) {
+                if let app = installed[id] { return app }
             }
         }
         return associations.first

@@ -14,6 +14,8 @@ public final class TodayService: Sendable {
     let groups: GroupService
     let log: Logger
     let store: WidgetStore
+    /// The desktop entries and mimeapps.list files, read again when they change.
+    let mimeIndex: MimeIndexCache
     let providers = RunningProviders()
     let slots = ProviderSlots(count: 64)
     /// The session's environment, which providers inherit.
@@ -76,6 +78,7 @@ public final class TodayService: Sendable {
         self.busAddress = busAddress
         self.now = now
         store = WidgetStore(directories: directories)
+        mimeIndex = MimeIndexCache(configuration: MimeApps(environment: environment))
         identities = Identities(userID: userID, procRoot: procRoot, providers: providers)
         groups = GroupService(connection: connection, identities: identities, directories: directories, log: log)
         let holder = Mutex<TodayService?>(nil)

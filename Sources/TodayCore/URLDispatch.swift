@@ -56,6 +56,47 @@ public enum URLDispatch {
         ObjectPath(rawValue: "/" + id.replacingScalars(".", with: "/").replacingScalars("-", with: "_"))
     }
 
+    /// The bus name of a DBusActivatable entry: its file's name without
+    /// `.desktop`, as the Desktop Entry spec says (an entry in a subfolder
+    /// has a desktop id with the folder in it; its bus name does not).
+    static func busName(of app: MimeApps.Application) -> String {
+        let name = PathText.lastComponent(of: app.file)
+        return name.hasSuffix(".desktop") ? String(name.dropLast(8)) : name
+    }
+
+    /// The command that opens `url` with a non-DBusActivatable entry.
+    static func command(_ app: MimeApps.Application, opening url: String, mime: MimeApps) throws -> [String] {
+        do {
+            let argv = try app.entry.argv(opening: url, file: app.file, locale: mime.locale)
+            guard !argv.isEmpty else { throw TodayError.noHandler("\(app.file): its Exec is empty") }
+            return argv
+        } catch let error as TodayError {
+            throw error
+        } catch {
+            throw TodayError.noHandler("\(app.file): \(error)")
+        }
+    }
+
+    /// Why `open` could not start `app` for a URL, or nil when it can: what
+    /// launching would refuse, resolution passes over.
+    static func launchProblem(_ app: MimeApps.Application, mime: MimeApps) -> String? {
+        if app.entry.bool("DBusActivatable") {
+            let id = busName(of: app)
+            guard BusName(rawValue: id) != nil, applicationPath(id) != nil else {
+                return "\(app.file): DBusActivatable, but '\(id)' is not a D-Bus name"
+            }
+            return nil
+        }
+        let argv: [String]
+        do {
+            argv = try command(app, opening: "x-probe:", mime: mime)
+        } catch {
+            return "\(error)"
+        }
+        guard mime.findProgram(argv[0]) != nil else { return "\(app.file): the program '\(argv[0])' is not installed" }
+        return nil
+    }
+
     /// True when `entry` would hand the URL back to todayd.
     static func isTodayd(_ app: MimeApps.Application, mime: MimeApps) -> Bool {
         if app.id == Today.busName.rawValue + ".desktop" { return true }

@@ -15,11 +15,13 @@ extension TodayService {
         }
         // 2. An installed bundle that declares the scheme.
         if let app = apps.first(where: { $0.executable != nil }) { return .bundle(app) }
-        // 3. The desktop entry for x-scheme-handler/<scheme>.
-        let mime = MimeApps(environment: environment)
-        if let entry = mime.defaultApplication("x-scheme-handler/" + scheme), !URLDispatch.isTodayd(entry, mime: mime),
-            !BundleDesktopEntries.isOurs(entry)
-        {
+        // 3. The desktop entry for x-scheme-handler/<scheme>, of those
+        // that `open` can start: resolving and opening always agree.
+        let index = mimeIndex.current()
+        let mime = index.configuration
+        if let entry = index.defaultApplication("x-scheme-handler/" + scheme, usable: { app in
+            !URLDispatch.isTodayd(app, mime: mime) && !BundleDesktopEntries.isOurs(app) && URLDispatch.launchProblem(app, mime: mime) == nil
+        }) {
             return .desktopEntry(entry)
         }
         throw TodayError.noHandler("no app handles '\(scheme):' URLs: install a bundle that declares the scheme in CFBundleURLTypes, or a desktop entry for x-scheme-handler/\(scheme)")
@@ -38,24 +40,17 @@ extension TodayService {
             guard let executable = app.executable else { throw TodayError.noHandler("'\(app.bundleIdentifier)' has no executable") }
             try URLDispatch.launch([executable, url], environment: launchEnvironment, directory: environment["HOME"])
         case .desktopEntry(let app):
+            let mime = mimeIndex.current().configuration
+            if let problem = URLDispatch.launchProblem(app, mime: mime) { throw TodayError.noHandler(problem) }
             if app.entry.bool("DBusActivatable") {
-                let id = handler.id
+                let id = URLDispatch.busName(of: app)
                 guard let name = BusName(rawValue: id), let path = URLDispatch.applicationPath(id) else {
                     throw TodayError.noHandler("\(app.file): DBusActivatable, but '\(id)' is not a D-Bus name")
                 }
                 try await callApplication(name, path: path, member: "Open", [.strings([url]), platformData])
             } else {
-                let mime = MimeApps(environment: environment)
-                var argv: [String]
-                do {
-                    argv = try app.entry.argv(opening: url, file: app.file, locale: mime.locale)
-                } catch {
-                    throw TodayError.noHandler("\(app.file): \(error)")
-                }
-                guard let program = mime.findProgram(argv[0]) else {
-                    throw TodayError.noHandler("\(app.file): the program '\(argv[0])' is not installed")
-                }
-                argv[0] = program
+                var argv = try URLDispatch.command(app, opening: url, mime: mime)
+                if let program = mime.findProgram(argv[0]) { argv[0] = program }
                 try URLDispatch.launch(argv, environment: launchEnvironment, directory: app.entry.string("Path") ?? environment["HOME"])
             }
         }

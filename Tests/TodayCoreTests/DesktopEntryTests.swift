@@ -30,7 +30,11 @@ import Testing
         #expect(entry.string("Name", group: "Desktop Action New") == "New")
         #expect(!entry.bool("Hidden"))
         #expect(throws: DesktopEntry.ParseError.self) { try DesktopEntry(parsing: "Key=before any group") }
-        #expect(throws: DesktopEntry.ParseError.self) { try DesktopEntry(parsing: "[Desktop Entry]\nName=a\nName=b") }
+        // As GLib reads them: the last of two keys counts, a group given
+        // again continues the first, and CRLF ends a line as LF does.
+        #expect(try DesktopEntry(parsing: "[Desktop Entry]\nName=a\nName=b").string("Name") == "b")
+        let merged = try DesktopEntry(parsing: "[A]\r\nx=1\r\n[B]\r\ny=2\r\n[A]\r\nz=3\r\n")
+        #expect(merged.groups == ["A": ["x": "1", "z": "3"], "B": ["y": "2"]] && merged.groupOrder == ["A", "B"])
         #expect(throws: DesktopEntry.ParseError.self) { try DesktopEntry(parsing: "[Desktop Entry]\nno equals sign") }
     }
 
