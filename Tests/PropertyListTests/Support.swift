@@ -21,18 +21,6 @@ func tagged(_ value: PlistValue) -> String {
     }
 }
 
-/// A small deterministic generator (SplitMix64) so corpora are the same every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 enum Corpus {
     static let edgeStrings = [
         "", " ", "plain", "<&>\"'", "tab\tnew\nline", "héllo wörld", "日本語", "🙂👍🏽", "\u{FEFF}bom",

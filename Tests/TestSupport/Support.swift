@@ -99,3 +99,16 @@ public func onThread<T: Sendable>(stackSize: Int, _ body: @escaping @Sendable ()
     guard let value = result.value else { throw CocoaError(.featureUnsupported) }
     return value
 }
+
+/// A small deterministic generator (SplitMix64) so corpora are the same every run.
+public struct SeededGenerator: RandomNumberGenerator {
+    public var state: UInt64
+    public init(state: UInt64) { self.state = state }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

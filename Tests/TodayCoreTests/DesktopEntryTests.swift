@@ -131,4 +131,30 @@ import Testing
         // The same inputs give the same answer every time.
         #expect(Set((0..<5).map { _ in tree.resolve() }) == ["b.desktop"])
     }
+
+    /// What OpenURL could not start, ResolveURL passes over, so the two
+    /// agree; a DBusActivatable entry in a subfolder is called by its file
+    /// name; a change to the folders is seen by the cached index.
+    @Test func resolutionSkipsWhatCannotBeLaunched() async throws {
+        let tree = try Tree()
+        defer { tree.remove() }
+        try tree.list("data/applications/a-files.desktop", "[Desktop Entry]\nType=Application\nName=F\nExec=/bin/true %f\nMimeType=x-scheme-handler/demo;\n")
+        try tree.list("data/applications/b-missing.desktop", "[Desktop Entry]\nType=Application\nName=M\nExec=/nonexistent/program %u\nMimeType=x-scheme-handler/demo;\n")
+        try tree.list("data/applications/vendor/org.example.Sub.desktop", "[Desktop Entry]\nType=Application\nName=S\nDBusActivatable=true\nExec=/bin/true %u\nMimeType=x-scheme-handler/demo;\n")
+        let cache = MimeIndexCache(configuration: MimeApps(environment: tree.environment))
+        let mime = cache.current().configuration
+        func usable(_ app: MimeApps.Application) -> Bool { URLDispatch.launchProblem(app, mime: mime) == nil }
+        #expect(cache.current().associated("x-scheme-handler/demo").map(\.id) == ["a-files.desktop", "b-missing.desktop", "vendor-org.example.Sub.desktop"])
+        let chosen = cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)
+        #expect(chosen?.id == "vendor-org.example.Sub.desktop")
+        #expect(chosen.map(URLDispatch.busName) == "org.example.Sub")
+        #expect(URLDispatch.launchProblem(try #require(cache.current().application("a-files.desktop")), mime: mime)?.contains("%u") == true)
+        #expect(URLDispatch.launchProblem(try #require(cache.current().application("b-missing.desktop")), mime: mime)?.contains("not installed") == true)
+        // A new entry and a new default, written after the index was read.
+        try tree.app("c.desktop", in: "data")
+        try tree.list("config/mimeapps.list", "[Default Applications]\r\nx-scheme-handler/demo=c.desktop;\r\n")
+        #expect(cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id == "c.desktop")
+        try FileManager.default.removeItem(atPath: tree.root.path + "/data/applications/c.desktop")
+        #expect(cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id == "vendor-org.example.Sub.desktop")
+    }
 }
