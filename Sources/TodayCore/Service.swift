@@ -16,6 +16,8 @@ public final class TodayService: Sendable {
     let store: WidgetStore
     /// The desktop entries and mimeapps.list files, read again when they change.
     let mimeIndex: MimeIndexCache
+    /// The processes started to open URLs, to see a URL come back.
+    let urlLaunches = URLLaunches()
     let providers = RunningProviders()
     let slots = ProviderSlots(count: 64)
     /// The session's environment, which providers inherit.
@@ -104,7 +106,7 @@ public final class TodayService: Sendable {
                     return []
                 },
                 "OpenURL": { call in
-                    [.string(try await service().open(call.arguments[0].string ?? "", platformData: call.arguments[1]))]
+                    [.string(try await service().open(call.arguments[0].string ?? "", platformData: call.arguments[1], from: call))]
                 },
                 "ResolveURL": { call in
                     [.string(try await service().resolve(call.arguments[0].string ?? "").id)]

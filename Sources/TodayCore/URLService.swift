@@ -28,7 +28,15 @@ extension TodayService {
     }
 
     /// Opens `url` in the app that handles it and returns that app's id.
-    public func open(_ url: String, platformData: Value) async throws -> String {
+    public func open(_ url: String, platformData: Value, from call: MethodCall? = nil) async throws -> String {
+        if let call, let pid = try? await identities.credentials(of: call.sender, on: connection).processID,
+            urlLaunches.isLoop(url: url, token: URLLaunches.token(ofProcess: pid, procRoot: identities.procRoot))
+        {
+            log.warning("refused \(url.prefix(200)): it came back from the process todayd started to open it")
+            throw TodayError.noHandler(
+                "'\(url.prefix(200))' came back from the app todayd started to open it, whose handler hands it to todayd again: "
+                    + "fix that app's desktop entry or URL handler")
+        }
         let handler = try await resolve(url)
         switch handler {
         case .runningApp(let bundle, let connection):
@@ -38,7 +46,7 @@ extension TodayService {
             try await callApplication(name, path: path, member: "Open", [.strings([url]), platformData])
         case .bundle(let app):
             guard let executable = app.executable else { throw TodayError.noHandler("'\(app.bundleIdentifier)' has no executable") }
-            try URLDispatch.launch([executable, url], environment: launchEnvironment, directory: environment["HOME"])
+            try URLDispatch.launch([executable, url], environment: launchEnvironment(opening: url), directory: environment["HOME"])
         case .desktopEntry(let app):
             let mime = mimeIndex.current().configuration
             if let problem = URLDispatch.launchProblem(app, mime: mime) { throw TodayError.noHandler(problem) }
@@ -51,7 +59,8 @@ extension TodayService {
             } else {
                 var argv = try URLDispatch.command(app, opening: url, mime: mime)
                 if let program = mime.findProgram(argv[0]) { argv[0] = program }
-                try URLDispatch.launch(argv, environment: launchEnvironment, directory: app.entry.string("Path") ?? environment["HOME"])
+                try URLDispatch.launch(
+                    argv, environment: launchEnvironment(opening: url), directory: app.entry.string("Path") ?? environment["HOME"])
             }
         }
         log.info("opened \(url.prefix(200)) in \(handler.id)")
@@ -76,6 +85,14 @@ extension TodayService {
         }
         try URLDispatch.launch([executable], environment: launchEnvironment, directory: environment["HOME"])
         return containerID
+    }
+
+    /// The environment of an app started to open `url`: marked, so that
+    /// the URL coming back from it is seen (URLLaunches).
+    func launchEnvironment(opening url: String) -> [String: String] {
+        var result = launchEnvironment
+        result[URLLaunches.variable] = urlLaunches.token(for: url)
+        return result
     }
 
     /// The environment launched apps get: the session's, with the bus todayd serves.

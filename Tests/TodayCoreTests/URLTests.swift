@@ -221,3 +221,28 @@ import Testing
         #expect(try await Self.lines(out.appendingPathComponent("tap")) == ["0|"])
     }
 }
+
+/// A handler that hands the URL back to todayd, whatever it is called, is
+/// started once: the URL that comes back from it is refused.
+@Suite struct URLLoopTests {
+    @Test func aURLThatComesBackIsRefused() async throws {
+        let home = try temporaryDirectory("loop")
+        let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+        let applications = home.appendingPathComponent("data/applications")
+        try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+        try Data(
+            "[Desktop Entry]\nType=Application\nName=Loop\nExec=env \(todayctl) open %u\nMimeType=x-scheme-handler/loopy;\n".utf8
+        ).write(to: applications.appendingPathComponent("loop.desktop"))
+        let daemon = try TodayDaemon(bundles: [], home: home)
+        let client = try await daemon.ready()
+        #expect(try await client.center("OpenURL", [.string("loopy://again"), .vardict([])]).body.first == .string("loop"))
+        // The started todayctl asks for the same URL; give it time to.
+        try await Task.sleep(for: .seconds(2))
+        client.close()
+        daemon.stop()
+        let log = daemon.logText
+        let opened = log.components(separatedBy: "opened loopy://again").count - 1
+        #expect(opened == 1, "\(log)")
+        #expect(log.contains("refused loopy://again: it came back from the process todayd started to open it"), "\(log)")
+    }
+}
