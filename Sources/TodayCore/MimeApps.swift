@@ -133,6 +133,8 @@ public struct MimeIndex: Sendable {
     let winners: [String: (level: Int, file: String)]
     /// The installed entries among the winners.
     let installed: [String: MimeApps.Application]
+    /// The MIME types (lower case) each installed entry lists.
+    let types: [String: Set<String>]
     /// The desktop ids whose winning file is at each level, sorted.
     let idsByLevel: [[String]]
     /// Each mimeapps.list that exists, by path.
@@ -172,6 +174,7 @@ public struct MimeIndex: Sendable {
             if let app = configuration.installed(id: id, file: winner.1) { installed[id] = app }
         }
         self.installed = installed
+        types = installed.mapValues { Set($0.entry.list("MimeType").map { $0.lowercased() }) }
         var lists: [String: List] = [:]
         for (path, _) in configuration.listFiles {
             if let list = Self.readList(path) { lists[path] = list }
@@ -210,9 +213,7 @@ public struct MimeIndex: Sendable {
             }
             blacklist.formUnion(list?.removed[type] ?? [])
             for id in idsByLevel[level] where !blacklist.contains(id) && !taken.contains(id) {
-                guard let app = installed[id], usable(app), app.entry.list("MimeType").contains(where: { $0.lowercased() == type }) else {
-                    continue
-                }
+                guard types[id]?.contains(type) == true, let app = installed[id], usable(app) else { continue }
                 taken.insert(id)
                 result.append(app)
             }
