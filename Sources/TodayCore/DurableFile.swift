@@ -76,16 +76,14 @@ public enum DurableFile {
         fsync(folder)
     }
 
-    /// The name of the temporary file `write` uses for `name`, by process.
-    static func isTemporary(_ file: String, of pid: inout pid_t) -> Bool {
-        // `.<name>.<pid>.<random>.tmp`
-        guard file.hasPrefix("."), file.hasSuffix(".tmp") else { return false }
+    /// The process that wrote `file`, when it is named as `write` names
+    /// its temporary files: `.<name>.<pid>.<random>.tmp`.
+    static func writer(ofTemporary file: String) -> pid_t? {
+        guard file.hasPrefix("."), file.hasSuffix(".tmp") else { return nil }
         let parts = file.dropFirst().dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count >= 3, !parts[parts.count - 1].isEmpty, parts[parts.count - 1].allSatisfy(\.isASCII),
-            UInt32(parts[parts.count - 1]) != nil, let owner = pid_t(parts[parts.count - 2]), owner > 0
-        else { return false }
-        pid = owner
-        return true
+        guard parts.count >= 3, UInt32(parts[parts.count - 1]) != nil, let owner = pid_t(parts[parts.count - 2]), owner > 0
+        else { return nil }
+        return owner
     }
 
     /// Removes the temporary files that `write` left in `folder` when the
@@ -96,8 +94,7 @@ public enum DurableFile {
     public static func removeLeftovers(in folder: String, matching prefix: String = "") -> [String] {
         var removed: [String] = []
         for file in FileSystem.entries(folder) where file.hasPrefix("." + prefix) {
-            var pid: pid_t = 0
-            guard isTemporary(file, of: &pid) else { continue }
+            guard let pid = writer(ofTemporary: file) else { continue }
             // A process of that number that still runs may be writing it.
             if pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
             if unlink(folder + "/" + file) == 0 { removed.append(file) }

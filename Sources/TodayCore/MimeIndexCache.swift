@@ -8,7 +8,7 @@ import Synchronization
 /// that does not exist yet is watched through its nearest existing parent.
 /// Without inotify, every call reads the folders afresh.
 final class MimeIndexCache: Sendable {
-    private let configuration: MimeApps
+    let configuration: MimeApps
     private let state: Mutex<State>
 
     private struct State {

@@ -275,8 +275,7 @@ public final class TodayService: Sendable {
         let applications = directories.dataHome + "/applications"
         if BundleDesktopEntries.sync(catalog.apps, folder: applications, log: log) {
             // Refresh mimeinfo.cache so xdg-open finds the handlers.
-            let mime = MimeApps(environment: environment)
-            if let tool = mime.findProgram("update-desktop-database") {
+            if let tool = mimeIndex.configuration.findProgram("update-desktop-database") {
                 try? URLDispatch.launch([tool, "-q", applications], environment: environment)
             }
         }

@@ -48,7 +48,7 @@ extension TodayService {
             guard let executable = app.executable else { throw TodayError.noHandler("'\(app.bundleIdentifier)' has no executable") }
             try URLDispatch.launch([executable, url], environment: launchEnvironment(opening: url), directory: environment["HOME"])
         case .desktopEntry(let app):
-            let mime = mimeIndex.current().configuration
+            let mime = mimeIndex.configuration
             if let problem = URLDispatch.launchProblem(app, mime: mime) { throw TodayError.noHandler(problem) }
             if app.entry.bool("DBusActivatable") {
                 let id = URLDispatch.busName(of: app)

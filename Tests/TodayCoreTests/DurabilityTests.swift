@@ -138,14 +138,7 @@ import Testing
         let home = try temporaryDirectory("order")
         defer { try? FileManager.default.removeItem(at: home) }
         let id = "org.example.Durable.W"
-        try await withPrivateBus { bus, serviceConnection in
-            let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles.path])
-            let service = TodayService(connection: serviceConnection, directories: directories, log: Logger(verbose: false))
-            service.reload()
-            try await service.start()
-            _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
-            let client = try Connection(address: bus.address)
-            defer { client.close() }
+        try await withService(bundles: bundles.path, home: home) { service, client, _ in
             try await client.center("RegisterApp", [.string(id)])
             #expect(try await client.widget(id, "PerformUpdate").body.first?.string == "new-data")
 
@@ -177,7 +170,6 @@ import Testing
             let file = home.path + "/state/todayd/widgets/\(id).plist"
             #expect(try Plist.read(contentsOf: file)["HasContent"] == .boolean(false))
             #expect(writes.value == 2)
-            await service.stop()
         }
     }
 

@@ -158,6 +158,17 @@ func withService(
     now: @escaping @Sendable () -> Date = { Date() },
     _ body: (Connection, BusDaemon) async throws -> Void
 ) async throws {
+    try await withService(bundles: bundles, home: home, userID: userID, procRoot: procRoot, now: now) { _, client, bus in
+        try await body(client, bus)
+    }
+}
+
+/// `withService`, with the service itself for tests that reach into it.
+func withService(
+    bundles: String, home: URL, userID: UInt32 = getuid(), procRoot: String = "/proc",
+    now: @escaping @Sendable () -> Date = { Date() },
+    _ body: (TodayService, Connection, BusDaemon) async throws -> Void
+) async throws {
     try await withPrivateBus { bus, serviceConnection in
         let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles])
         let service = TodayService(
@@ -168,7 +179,7 @@ func withService(
         _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])
         let client = try Connection(address: bus.address)
         defer { client.close() }
-        try await body(client, bus)
+        try await body(service, client, bus)
         await service.stop()
     }
 }

@@ -53,80 +53,82 @@ import Testing
             member: MemberName(rawValue: member) ?? MemberName("Get"), arguments)
     }
 
-    @Test func groupDatesAreWholeSecondsLiveAndAfterARestart() async throws {
+    /// Runs `before` against todayd serving `bundles()`, then `after`
+    /// against a new todayd on the same home.
+    func acrossARestart(
+        _ before: (Connection) async throws -> Void, then after: (Connection) async throws -> Void
+    ) async throws {
         let bundles = try Self.bundles()
         defer { bundles.remove() }
         let home = try temporaryDirectory("readback")
         defer { try? FileManager.default.removeItem(at: home) }
-        var daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        var client = try await daemon.ready()
-        try await client.center("RegisterApp", [.string("org.example.ReadBack.W")])
-        try await group(client, "Set", [.string("d"), .variant(.uint64(1_764_450_000_123_456))])
-        try await group(client, "Set", [.string("big"), .variant(.uint64(9_007_199_254_740_993))])
-        #expect(try await group(client, "Get", [.string("d")]).body == [.variant(.uint64(1_764_450_000_000_000))])
-        #expect(try await group(client, "Get", [.string("big")]).body == [.variant(.uint64(9_007_199_254_000_000))])
+        try await life(before, bundles: bundles, home: home)
+        try await life(after, bundles: bundles, home: home)
+    }
 
-        // Past 9999-12-31T23:59:59Z: refused where it arrives, by Set and by Update.
-        for call in [
-            ("Set", [Value.string("far"), .variant(.uint64(253_402_300_800_000_000))]),
-            ("Update", [.vardict([("far", .uint64(.max))]), .strings([])]),
-        ] {
-            do {
-                _ = try await group(client, call.0, call.1)
-                Issue.record("\(call.0) accepted a date after 9999")
-            } catch let error as DBusError {
-                #expect(error.name.rawValue == "org.freedesktop.DBus.Error.InvalidArgs")
-                #expect(error.message.contains("'far'") && error.message.contains("9999-12-31T23:59:59Z"), "\(error.message)")
-            }
-        }
-        // The last date that can be stored is stored.
-        try await group(client, "Set", [.string("last"), .variant(.uint64(253_402_300_799_999_999))])
-        client.close()
-        daemon.stop(keepHome: true)
-
-        daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        defer { daemon.stop() }
-        client = try await daemon.ready()
+    private func life(_ body: (Connection) async throws -> Void, bundles: BundleFolder, home: URL) async throws {
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop(keepHome: true) }
+        let client = try await daemon.ready()
         defer { client.close() }
-        try await client.center("RegisterApp", [.string("org.example.ReadBack.W")])
-        let all = try await group(client, "GetAll").body.first?.stringDictionary ?? [:]
-        #expect(all["d"]?.unwrapped == .uint64(1_764_450_000_000_000))
-        #expect(all["big"]?.unwrapped == .uint64(9_007_199_254_000_000))
-        #expect(all["last"]?.unwrapped == .uint64(253_402_300_799_000_000))
-        #expect(all["far"] == nil)
+        try await body(client)
+    }
+
+    @Test func groupDatesAreWholeSecondsLiveAndAfterARestart() async throws {
+        try await acrossARestart({ (client: Connection) async throws in
+            try await client.center("RegisterApp", [.string("org.example.ReadBack.W")])
+            try await group(client, "Set", [.string("d"), .variant(.uint64(1_764_450_000_123_456))])
+            try await group(client, "Set", [.string("big"), .variant(.uint64(9_007_199_254_740_993))])
+            #expect(try await group(client, "Get", [.string("d")]).body == [.variant(.uint64(1_764_450_000_000_000))])
+            #expect(try await group(client, "Get", [.string("big")]).body == [.variant(.uint64(9_007_199_254_000_000))])
+
+            // Past 9999-12-31T23:59:59Z: refused where it arrives, by Set and by Update.
+            for call in [
+                ("Set", [Value.string("far"), .variant(.uint64(253_402_300_800_000_000))]),
+                ("Update", [.vardict([("far", .uint64(.max))]), .strings([])]),
+            ] {
+                do {
+                    _ = try await group(client, call.0, call.1)
+                    Issue.record("\(call.0) accepted a date after 9999")
+                } catch let error as DBusError {
+                    #expect(error.name.rawValue == "org.freedesktop.DBus.Error.InvalidArgs")
+                    #expect(error.message.contains("'far'") && error.message.contains("9999-12-31T23:59:59Z"), "\(error.message)")
+                }
+            }
+            // The last date that can be stored is stored.
+            try await group(client, "Set", [.string("last"), .variant(.uint64(253_402_300_799_999_999))])
+        }, then: { (client: Connection) async throws in
+            try await client.center("RegisterApp", [.string("org.example.ReadBack.W")])
+            let all = try await group(client, "GetAll").body.first?.stringDictionary ?? [:]
+            #expect(all["d"]?.unwrapped == .uint64(1_764_450_000_000_000))
+            #expect(all["big"]?.unwrapped == .uint64(9_007_199_254_000_000))
+            #expect(all["last"]?.unwrapped == .uint64(253_402_300_799_000_000))
+            #expect(all["far"] == nil)
+        })
     }
 
     @Test func providerDatesNoStoreCanHoldAreBadOutputAndTheRestStays() async throws {
-        let bundles = try Self.bundles()
-        defer { bundles.remove() }
-        let home = try temporaryDirectory("readback")
-        defer { try? FileManager.default.removeItem(at: home) }
-        var daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        var client = try await daemon.ready()
-        for name in ["NaN", "Infinite", "MinusInfinite", "Far"] {
-            let id = "org.example.ReadBack.\(name)"
-            #expect(try await client.widget(id, "PerformUpdate").body.first?.string == "failed", "\(name)")
-            let failure = try await client.property(id, "LastFailure").string ?? ""
-            #expect(failure.hasPrefix("bad-output: ") && failure.contains("outside the years 0000 to 9999"), "\(name): \(failure)")
-        }
-        let before = "org.example.ReadBack.Before1970"
-        #expect(try await client.widget(before, "PerformUpdate").body.first?.string == "failed")
-        #expect(try await client.property(before, "LastFailure").string?.contains("snapshot key 'when' holds a date before 1970") == true)
-        // A fraction of a second is dropped as the answer arrives, so the
-        // snapshot published now is the one read back after a restart.
+        let live = Locked(Value.string(""))
         let fraction = "org.example.ReadBack.Fraction"
-        #expect(try await client.widget(fraction, "PerformUpdate").body.first?.string == "new-data")
-        let live = try await client.property(fraction, "Snapshot")
-        #expect(live.stringDictionary?["when"]?.unwrapped == .uint64(1_778_307_200_000_000))
-        client.close()
-        daemon.stop(keepHome: true)
-
-        daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        defer { daemon.stop() }
-        client = try await daemon.ready()
-        defer { client.close() }
-        #expect(try await client.property(fraction, "Snapshot") == live)
-        #expect(try await client.property("org.example.ReadBack.NaN", "LastResult") == .string("failed"))
+        try await acrossARestart({ (client: Connection) async throws in
+            for name in ["NaN", "Infinite", "MinusInfinite", "Far"] {
+                let id = "org.example.ReadBack.\(name)"
+                #expect(try await client.widget(id, "PerformUpdate").body.first?.string == "failed", "\(name)")
+                let failure = try await client.property(id, "LastFailure").string ?? ""
+                #expect(failure.hasPrefix("bad-output: ") && failure.contains("outside the years 0000 to 9999"), "\(name): \(failure)")
+            }
+            let before = "org.example.ReadBack.Before1970"
+            #expect(try await client.widget(before, "PerformUpdate").body.first?.string == "failed")
+            #expect(try await client.property(before, "LastFailure").string?.contains("snapshot key 'when' holds a date before 1970") == true)
+            // A fraction of a second is dropped as the answer arrives, so the
+            // snapshot published now is the one read back after a restart.
+            #expect(try await client.widget(fraction, "PerformUpdate").body.first?.string == "new-data")
+            live.value = try await client.property(fraction, "Snapshot")
+            #expect(live.value.stringDictionary?["when"]?.unwrapped == .uint64(1_778_307_200_000_000))
+        }, then: { (client: Connection) async throws in
+            #expect(try await client.property(fraction, "Snapshot") == live.value)
+            #expect(try await client.property("org.example.ReadBack.NaN", "LastResult") == .string("failed"))
+        })
     }
 
     @Test func todayctlPlistRefusesWhatItCannotPrint() async throws {
