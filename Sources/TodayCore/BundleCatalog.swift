@@ -40,6 +40,8 @@ public struct WidgetManifest: Sendable, Equatable {
     public var memoryLimit: UInt64 = 64 << 20
     /// TodayProviderBusName: the provider answers on the bus.
     public var providerBusName: String?
+    /// TodayTimeline: a D-Bus provider is asked with GetTimeline.
+    public var timeline = false
 
     public struct Insets: Sendable, Equatable {
         public var top = 0.0, left = 0.0, bottom = 0.0, right = 0.0
@@ -221,13 +223,14 @@ public struct BundleCatalog: Sendable {
             if let busName, !isWellKnownBusName(busName) {
                 throw BundleProblem(file: path, key: prefix + "TodayProviderBusName", message: "'\(busName)' is not a well-known D-Bus name such as org.example.App.Provider")
             }
+            let timeline = try boolean(attributes, "TodayTimeline", in: path, prefix: prefix) ?? false
             let displayName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id
             widgets.append(
                 WidgetManifest(
                     bundleIdentifier: id, containerBundleIdentifier: appID, displayName: displayName, iconPath: iconPath,
                     preferredHeight: height, marginInsets: insets, updateInterval: UInt32(interval), groups: groups, path: appex,
                     executable: providerExecutable, updateTimeout: UInt32(timeout), memoryLimit: UInt64(memory),
-                    providerBusName: busName))
+                    providerBusName: busName, timeline: timeline))
         }
         let app = AppManifest(
             bundleIdentifier: appID, path: app, displayName: appName, executable: appExecutable, urlSchemes: schemes,
@@ -286,6 +289,14 @@ public struct BundleCatalog: Sendable {
         case .integer(let i): return Double(i)
         default: throw BundleProblem(file: file, key: prefix + key, message: "must be a <real>, not <\(value.typeName)>")
         }
+    }
+
+    static func boolean(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Bool? {
+        guard let value = dictionary[key] else { return nil }
+        guard let flag = value.bool else {
+            throw BundleProblem(file: file, key: prefix + key, message: "must be <true/> or <false/>, not <\(value.typeName)>")
+        }
+        return flag
     }
 
     static func integer(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Int64? {

@@ -5,7 +5,8 @@ import Synchronization
 
 /// What a provider run came to.
 public enum ProviderOutcome: Sendable, Equatable {
-    case newData(PlistDictionary)
+    /// New entries: a snapshot alone is one entry, dated when it arrives.
+    case newData(TimelineAnswer)
     case noData
     /// The reason is what `LastFailure` shows: `timeout`, `memory-limit`,
     /// `exit 3`, `signal 11`, `bad-output: …`, `too-large`, `no-provider`,
@@ -178,12 +179,22 @@ public struct ExecProvider: Sendable {
         }
         switch answer["result"]?.string {
         case "new-data":
+            if let timeline = answer["timeline"] {
+                guard snapshot == nil else { return .failed("bad-output: an answer has 'snapshot' or 'timeline', not both") }
+                do {
+                    return .newData(try TimelineAnswer.parse(timeline: timeline, policy: answer["policy"]))
+                } catch {
+                    return .failed("bad-output: \(error)")
+                }
+            }
             guard let snapshot = snapshot?.dictionary else {
-                return .failed("bad-output: 'new-data' needs a 'snapshot' dictionary")
+                return .failed("bad-output: 'new-data' needs a 'snapshot' dictionary or a 'timeline'")
             }
             if let problem = Snapshot.problem(snapshot) { return .failed("bad-output: \(problem)") }
             do {
-                return .newData(try Snapshot.stored(snapshot))
+                var timeline = TimelineAnswer(snapshot: try Snapshot.stored(snapshot))
+                if let policy = answer["policy"] { timeline.policy = try TimelineAnswer.policy(policy) }
+                return .newData(timeline)
             } catch {
                 return .failed("bad-output: \(error)")
             }

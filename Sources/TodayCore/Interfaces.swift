@@ -57,6 +57,12 @@ public enum Today {
                 MemberName("RegisterApp"), in: [Argument("bundle_id", "s")],
                 doc: "An unsandboxed caller says which installed bundle it is, once per connection."),
             Method(MemberName("Reload"), doc: "Rescans the bundle folders now."),
+            Method(
+                MemberName("ReloadTimelines"), in: [Argument("widget_id", "s")],
+                doc: "WidgetCenter.reloadTimelines(ofKind:): updates that widget now. Caller: the widget or its container app."),
+            Method(
+                MemberName("ReloadAllTimelines"),
+                doc: "WidgetCenter.reloadAllTimelines(): updates every widget of the caller's container app."),
         ],
         properties: [
             Property("Version", "s", changeSignal: .const, doc: "todayd's version."),
@@ -76,6 +82,9 @@ public enum Today {
             Method(
                 MemberName("Activate"), in: [Argument("platform_data", "a{sv}")], out: [Argument("handler", "s")],
                 doc: "The user tapped the widget: opens Snapshot[\"url\"] as OpenURL would, or starts the container app."),
+            Method(
+                MemberName("GetTimeline"), out: [Argument("entries", "a(ta{sv}d)")],
+                doc: "The current entry and those after it: date (microseconds since the epoch), snapshot, relevance."),
         ],
         properties: [
             Property("BundleIdentifier", "s", changeSignal: .const),
@@ -85,7 +94,14 @@ public enum Today {
             Property("HasContent", "b", doc: "The last SetHasContent; true for a widget never told otherwise."),
             Property("PreferredHeight", "d", doc: "preferredContentSize.height; 0: the applet decides."),
             Property("MarginInsets", "(dddd)", doc: "Top, left, bottom, right."),
-            Property("Snapshot", "a{sv}", doc: "The last content, from the cache at once, before any provider runs."),
+            Property(
+                "Snapshot", "a{sv}",
+                doc: "The current content: the timeline entry whose date has come, from the cache at once, before any provider runs."),
+            Property("CurrentEntryDate", "t", doc: "Date of the entry Snapshot shows, microseconds since the epoch; 0: never updated."),
+            Property("NextEntryDate", "t", doc: "When Snapshot changes to the next entry without a provider run; 0: none."),
+            Property("Relevance", "d", doc: "The current entry's relevance score; 0 when none."),
+            Property("ReloadPolicy", "s", doc: "interval, at-end, after or never: what the last timeline asked for."),
+            Property("Sandboxed", "b", doc: "Whether the provider runs confined."),
             Property("LastResult", "s", doc: "Empty (never), new-data, no-data or failed."),
             Property("LastFailure", "s", doc: "Why the last failed update failed; empty after a success."),
             Property("LastUpdated", "t", doc: "Microseconds since the epoch; 0: never."),
@@ -131,7 +147,11 @@ public enum Today {
         methods: [
             Method(
                 MemberName("PerformUpdate"), in: [Argument("previous_snapshot", "a{sv}")],
-                out: [Argument("result", "s"), Argument("snapshot", "a{sv}")])
+                out: [Argument("result", "s"), Argument("snapshot", "a{sv}")]),
+            Method(
+                MemberName("GetTimeline"), in: [Argument("previous_snapshot", "a{sv}")],
+                out: [Argument("result", "s"), Argument("entries", "aa{sv}"), Argument("policy", "a{sv}")],
+                doc: "Called instead of PerformUpdate when the widget sets TodayTimeline."),
         ],
         doc: "io.github.todayd.Today1.Provider: served by D-Bus widget providers at /io/github/todayd/Today1/Provider.")
 

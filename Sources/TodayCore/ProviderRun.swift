@@ -47,7 +47,8 @@ public enum ProviderRun {
                 return .failed("no-provider")
             }
             defer { connection.close() }
-            return await BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout))).run(previous: previous)
+            return await BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline)
+                .run(previous: previous)
         }
         switch execProvider(manifest, directories: directories, environment: environment, busAddress: address) {
         case .failure(let problem):

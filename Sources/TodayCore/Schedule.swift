@@ -52,6 +52,18 @@ public struct Schedule: Sendable, Equatable {
         return max(base, min(backedOff, maximumBackOff))
     }
 
+    /// What decides the next scheduled update: an interval (SPEC section
+    /// 5; 0 is none), a date a timeline's policy gives (section 9), or nothing.
+    public enum Reload: Sendable, Equatable {
+        case interval(UInt32)
+        case at(Date)
+        case none
+    }
+
+    /// The shortest time between two scheduled updates of a timeline's
+    /// policy (SPEC section 9).
+    public static let minimumGap: TimeInterval = 60
+
     /// Plans the next update after one that ended at `now` (or, with
     /// `outcome` nil, from scratch: at start and when content or interval
     /// change). `scheduled` counts the update against today's budget.
@@ -59,6 +71,25 @@ public struct Schedule: Sendable, Equatable {
         at now: Date, interval: UInt32, hasContent: Bool, outcome: Bool?, scheduled: Bool,
         jitter: Double = Double.random(in: 0...1), localTime: LocalTime = .system
     ) {
+        plan(at: now, reload: .interval(interval), hasContent: hasContent, outcome: outcome, scheduled: scheduled, jitter: jitter, localTime: localTime)
+    }
+
+    /// `plan` for any `Reload`. A date comes no sooner than `minimumGap`
+    /// after `now` and gets up to a tenth of that gap as jitter; after a
+    /// failure the back-off of an interval of `minimumGap` applies instead.
+    /// Both count against the daily budget like interval updates.
+    public mutating func plan(
+        at now: Date, reload: Reload, hasContent: Bool, outcome: Bool?, scheduled: Bool,
+        jitter: Double = Double.random(in: 0...1), localTime: LocalTime = .system
+    ) {
+        let interval: UInt32
+        switch reload {
+        case .interval(let seconds): interval = seconds
+        case .none: interval = 0
+        case .at(let date):
+            planDate(date, at: now, hasContent: hasContent, outcome: outcome, scheduled: scheduled, jitter: jitter, localTime: localTime)
+            return
+        }
         let today = Self.day(of: now, localTime: localTime)
         if today != budgetDay {
             budgetDay = today
@@ -81,6 +112,37 @@ public struct Schedule: Sendable, Equatable {
         var due = now.addingTimeInterval(delay + delay * 0.1 * min(max(jitter, 0), 1))
         if budgetUsed >= Self.dailyBudget {
             due = max(due, Self.startOfDay(today + 1, localTime: localTime).addingTimeInterval(delay * 0.1 * jitter))
+        }
+        next = due
+    }
+
+    private mutating func planDate(
+        _ date: Date, at now: Date, hasContent: Bool, outcome: Bool?, scheduled: Bool, jitter: Double, localTime: LocalTime
+    ) {
+        let today = Self.day(of: now, localTime: localTime)
+        if today != budgetDay {
+            budgetDay = today
+            budgetUsed = 0
+        }
+        if scheduled { budgetUsed = min(budgetUsed + 1, Self.dailyBudget) }
+        if let outcome { consecutiveFailures = outcome ? 0 : consecutiveFailures &+ 1 }
+        guard hasContent else {
+            next = nil
+            return
+        }
+        let jitterSeconds = Self.minimumGap * 0.1 * min(max(jitter, 0), 1)
+        var due: Date
+        if consecutiveFailures > 0 {
+            due = now.addingTimeInterval(Self.delay(interval: UInt32(Self.minimumGap), failures: consecutiveFailures) + jitterSeconds)
+        } else if outcome == nil {
+            // From scratch (a start, a change of content): the policy's date,
+            // at once when it has passed.
+            due = max(date, now).addingTimeInterval(jitterSeconds)
+        } else {
+            due = max(date, now.addingTimeInterval(Self.minimumGap)).addingTimeInterval(jitterSeconds)
+        }
+        if budgetUsed >= Self.dailyBudget {
+            due = max(due, Self.startOfDay(today + 1, localTime: localTime).addingTimeInterval(jitterSeconds))
         }
         next = due
     }

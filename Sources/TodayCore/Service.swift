@@ -56,10 +56,23 @@ public final class TodayService: Sendable {
         struct Data {
             var manifest: WidgetManifest
             var record: WidgetRecord
-            var snapshot: PlistDictionary
+            var timeline: Timeline
             var running: UpdateInProgress?
             /// The exec provider made from `manifest`, once it has run.
             var provider: Result<ExecProvider, ProviderRun.Problem>?
+
+            /// What the current entry shows.
+            var snapshot: PlistDictionary { timeline.snapshot }
+
+            /// What decides the next scheduled update: the timeline's policy.
+            var reload: Schedule.Reload {
+                switch timeline.policy {
+                case .interval: .interval(manifest.updateInterval)
+                case .atEnd: timeline.lastDate.map(Schedule.Reload.at) ?? .interval(manifest.updateInterval)
+                case .after(let date): .at(date)
+                case .never: .none
+                }
+            }
         }
 
         init(id: String, object: ExportedInterface, data: Data) {
@@ -124,6 +137,14 @@ public final class TodayService: Sendable {
                     let service = try service()
                     let store = try await service.groups.authorize(call, call.arguments[0].string ?? "")
                     return [.objectPath(Today.groupPath(store.identifier))]
+                },
+                "ReloadTimelines": { call in
+                    try await service().reloadTimelines(call, widget: try Self.widgetID(call.arguments[0]))
+                    return []
+                },
+                "ReloadAllTimelines": { call in
+                    try await service().reloadAllTimelines(call)
+                    return []
                 },
                 "RegisterApp": { call in
                     let service = try service()
@@ -239,22 +260,27 @@ public final class TodayService: Sendable {
                         guard data.manifest != manifest else { return false }
                         data.manifest = manifest
                         data.provider = nil
-                        data.record.schedule.plan(at: now, interval: manifest.updateInterval, hasContent: data.record.hasContent, outcome: nil, scheduled: false)
+                        data.record.schedule.plan(at: now, reload: data.reload, hasContent: data.record.hasContent, outcome: nil, scheduled: false)
                         return true
                     }
                     if differs { changed.append(existing) }
                 } else {
-                    var record = store.record(id) { log.warning($0) }
-                    record.schedule.plan(at: now, interval: manifest.updateInterval, hasContent: record.hasContent, outcome: nil, scheduled: false)
-                    let snapshot = store.snapshot(id) { log.warning($0) }
-                    let data = Widget.Data(manifest: manifest, record: record, snapshot: snapshot)
+                    let record = store.record(id) { log.warning($0) }
+                    let shownSince = Date(timeIntervalSince1970: TimeInterval(record.lastUpdated / 1_000_000))
+                    let timeline = store.timeline(id, shownSince: shownSince, at: now) { log.warning($0) }
+                    var data = Widget.Data(manifest: manifest, record: record, timeline: timeline)
+                    data.record.schedule.plan(at: now, reload: data.reload, hasContent: record.hasContent, outcome: nil, scheduled: false)
                     let object = ExportedInterface(
                         Today.widget, properties: Self.properties(of: data, at: now),
                         methods: [
                             "Activate": { [weak self] call in
                                 guard let self else { throw DBusError.failed("todayd is shutting down") }
                                 return [.string(try await self.activate(id, platformData: call.arguments[0]))]
-                            }
+                            },
+                            "GetTimeline": { [weak self] _ in
+                                guard let self else { throw DBusError.failed("todayd is shutting down") }
+                                return [try self.timelineValue(id)]
+                            },
                         ],
                         deferred: [
                             "PerformUpdate": { [weak self] call, answer in
@@ -303,6 +329,11 @@ public final class TodayService: Sendable {
             "PreferredHeight": .double(manifest.preferredHeight),
             "MarginInsets": .structure([.double(insets.top), .double(insets.left), .double(insets.bottom), .double(insets.right)]),
             "Snapshot": ValueMapping.dbus(data.snapshot),
+            "CurrentEntryDate": .uint64(data.timeline.current.map { ValueMapping.microseconds($0.date) } ?? 0),
+            "NextEntryDate": .uint64(data.timeline.nextDate.map(ValueMapping.microseconds) ?? 0),
+            "Relevance": .double(data.timeline.current?.relevance ?? 0),
+            "ReloadPolicy": .string(data.timeline.policy.name),
+            "Sandboxed": .boolean(false),
             "LastResult": .string(record.lastResult),
             "LastFailure": .string(record.lastFailure),
             "LastUpdated": .uint64(record.lastUpdated),
@@ -324,6 +355,16 @@ public final class TodayService: Sendable {
             })
     }
 
+    /// The properties that follow the timeline's current entry.
+    static func entryProperties(of data: Widget.Data) -> [(String, Value)] {
+        [
+            ("Snapshot", ValueMapping.dbus(data.snapshot)),
+            ("CurrentEntryDate", .uint64(data.timeline.current.map { ValueMapping.microseconds($0.date) } ?? 0)),
+            ("NextEntryDate", .uint64(data.timeline.nextDate.map(ValueMapping.microseconds) ?? 0)),
+            ("Relevance", .double(data.timeline.current?.relevance ?? 0)),
+        ]
+    }
+
     /// Announces what an update changes, without recomputing the rest.
     func publishUpdate(_ widget: Widget, snapshotChanged: Bool) {
         let now = self.now()
@@ -335,7 +376,7 @@ public final class TodayService: Sendable {
                 ("NextScheduledUpdate", .uint64(record.schedule.next.map(ValueMapping.microseconds) ?? 0)),
                 ("ScheduledUpdatesLeftToday", .uint32(record.schedule.left(at: now))),
             ]
-            if snapshotChanged { changes.append(("Snapshot", ValueMapping.dbus(data.snapshot))) }
+            if snapshotChanged { changes += Self.entryProperties(of: data) + [("ReloadPolicy", .string(data.timeline.policy.name))] }
             return changes
         }
         widget.object.set(changes)
@@ -472,22 +513,28 @@ public final class TodayService: Sendable {
         // content again needs no write. Content that cannot be kept is a
         // failure, and the previous snapshot stays.
         var snapshotChanged = false
-        if case .newData(let snapshot) = outcome, snapshot != previous {
-            do {
-                try store.save(snapshot: snapshot, for: widget.id)
-                snapshotChanged = true
-            } catch {
-                log.warning("\(widget.id): cannot keep the snapshot: \(error)")
-                outcome = .failed("storage: \(error)")
+        var timeline: Timeline?
+        if case .newData(let answer) = outcome {
+            let current = widget.data.withLock { $0.timeline }
+            let next = current.replaced(by: answer, at: now)
+            if next != current {
+                do {
+                    try store.save(timeline: next, for: widget.id)
+                    timeline = next
+                    snapshotChanged = true
+                } catch {
+                    log.warning("\(widget.id): cannot keep the snapshot: \(error)")
+                    outcome = .failed("storage: \(error)")
+                }
             }
         }
         widget.data.withLock { data in
-            if case .newData(let snapshot) = outcome { data.snapshot = snapshot }
+            if let timeline { data.timeline = timeline }
             data.record.lastResult = outcome.result
             data.record.lastFailure = outcome.failure
             data.record.lastUpdated = ValueMapping.microseconds(now)
             data.record.schedule.plan(
-                at: now, interval: data.manifest.updateInterval, hasContent: data.record.hasContent,
+                at: now, reload: data.reload, hasContent: data.record.hasContent,
                 outcome: outcome.result != "failed", scheduled: scheduled)
         }
         saveLater(widget)
@@ -547,7 +594,8 @@ public final class TodayService: Sendable {
     func provide(_ widget: Widget, previous: PlistDictionary, done: @escaping @Sendable (ProviderOutcome) -> Void) {
         let manifest = widget.data.withLock { $0.manifest }
         if let name = manifest.providerBusName {
-            let provider = BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)))
+            let provider = BusProvider(
+                connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline)
             Task { done(await provider.run(previous: previous)) }
             return
         }
@@ -576,6 +624,47 @@ public final class TodayService: Sendable {
         }
     }
 
+    // MARK: Timelines
+
+    /// Widget.GetTimeline: the current entry and those after it.
+    func timelineValue(_ id: String) throws -> Value {
+        let entries = try widget(id).data.withLock { $0.timeline.entries }
+        return .array(
+            .structure([.uint64, .dictionary(key: .string, value: .variant), .double]),
+            entries.map { .structure([.uint64(ValueMapping.microseconds($0.date)), ValueMapping.dbus($0.snapshot), .double($0.relevance)]) })
+    }
+
+    /// The bundle the caller is, or NotRegistered naming `member`.
+    func callerBundle(_ call: MethodCall, for member: String) async throws -> String {
+        guard let caller = try await identities.caller(of: call).bundleID else { throw TodayError.notRegistered(member) }
+        return caller
+    }
+
+    /// ReloadTimelines: a requested update of one widget, by the widget or
+    /// its container app, sharing a run under way. It answers once the
+    /// update has started, as WidgetCenter's call returns at once; the
+    /// outcome is in `Updated` and the properties.
+    func reloadTimelines(_ call: MethodCall, widget id: String) async throws {
+        let widget = try widget(id)
+        let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
+        let caller = try await callerBundle(call, for: "ReloadTimelines")
+        guard caller == id || caller == container else {
+            throw TodayError.notEntitled("'\(caller)' may not reload the timeline of '\(id)': only the widget or its container app '\(container)' may")
+        }
+        performUpdate(id) { _ in }
+    }
+
+    /// ReloadAllTimelines: every widget of the caller's container app (the
+    /// caller is the app or one of its widgets).
+    func reloadAllTimelines(_ call: MethodCall) async throws {
+        let caller = try await callerBundle(call, for: "ReloadAllTimelines")
+        let widgets = state.withLock { Array($0.widgets.values) }
+        let container = widgets.first { $0.id == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier } } ?? caller
+        for widget in widgets where widget.data.withLock({ $0.manifest.containerBundleIdentifier }) == container {
+            performUpdate(widget.id) { _ in }
+        }
+    }
+
     // MARK: Has content
 
     func setHasContent(_ call: MethodCall, _ hasContent: Bool, widget id: String) async throws {
@@ -591,7 +680,7 @@ public final class TodayService: Sendable {
         let changed = widget.data.withLock { data -> Bool in
             guard data.record.hasContent != hasContent else { return false }
             data.record.hasContent = hasContent
-            data.record.schedule.plan(at: now, interval: data.manifest.updateInterval, hasContent: hasContent, outcome: nil, scheduled: false)
+            data.record.schedule.plan(at: now, reload: data.reload, hasContent: hasContent, outcome: nil, scheduled: false)
             return true
         }
         guard changed else { return }
@@ -609,10 +698,15 @@ public final class TodayService: Sendable {
         let widgets = state.withLock { Array($0.widgets.values) }
         var wait = 1.0
         for widget in widgets {
+            // The next entry of a timeline, when its date has come.
+            let switched = widget.data.withLock { data -> [(String, Value)]? in
+                defer { if let next = data.timeline.nextDate { wait = min(wait, next.timeIntervalSince(now)) } }
+                guard data.timeline.advance(to: now) else { return nil }
+                return Self.entryProperties(of: data)
+            }
+            if let switched { widget.object.set(switched) }
             let due = widget.data.withLock { data -> Bool in
-                guard data.running == nil, data.record.hasContent, data.manifest.updateInterval > 0,
-                    let next = data.record.schedule.next
-                else { return false }
+                guard data.running == nil, data.record.hasContent, let next = data.record.schedule.next else { return false }
                 if next <= now { return true }
                 wait = min(wait, next.timeIntervalSince(now))
                 return false

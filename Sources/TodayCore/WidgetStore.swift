@@ -67,26 +67,35 @@ public struct WidgetStore: Sendable {
         }
     }
 
-    public func snapshot(_ id: String, problem: (String) -> Void) -> PlistDictionary {
+    /// The stored timeline at `now` (the entry whose date has come shown,
+    /// older ones dropped); a cache of an earlier todayd, which held the
+    /// snapshot alone, is that snapshot shown since `shownSince`.
+    public func timeline(_ id: String, shownSince: Date, at now: Date, problem: (String) -> Void) -> Timeline {
         let path = snapshotPath(id)
-        guard FileManager.default.fileExists(atPath: path) else { return [:] }
+        guard FileManager.default.fileExists(atPath: path) else { return Timeline() }
         do {
             guard let dictionary = try Plist.read(contentsOf: path).dictionary else {
                 problem("\(path): not a dictionary; starting without a snapshot")
-                return [:]
+                return Timeline()
             }
-            return dictionary
+            return Timeline(stored: dictionary, shownSince: shownSince, at: now)
         } catch {
             problem("\(path): \(error); starting without a snapshot")
-            return [:]
+            return Timeline()
         }
+    }
+
+    /// The snapshot shown now, for callers that need no more.
+    public func snapshot(_ id: String, problem: (String) -> Void) -> PlistDictionary {
+        timeline(id, shownSince: Date(), at: Date(), problem: problem).snapshot
     }
 
     public func save(_ record: WidgetRecord, for id: String) throws {
         try DurableFile.write(try Plist.write(record.plist, format: .xml), to: statePath(id))
     }
 
-    public func save(snapshot: PlistDictionary, for id: String) throws {
-        try DurableFile.write(try Plist.write(.dictionary(snapshot), format: .xml), to: snapshotPath(id))
+    /// Writes the timeline and its policy, in one file.
+    public func save(timeline: Timeline, for id: String) throws {
+        try DurableFile.write(try Plist.write(timeline.plist, format: .xml), to: snapshotPath(id))
     }
 }

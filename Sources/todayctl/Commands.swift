@@ -420,12 +420,18 @@ func runProvider(_ arguments: [String], json: Bool) async throws {
     }
     var answer: PlistDictionary = ["result": .string(outcome.result)]
     if case .failed(let reason) = outcome { answer["failure"] = .string(reason) }
-    if case .newData(let snapshot) = outcome { answer["snapshot"] = .dictionary(snapshot) }
+    if case .newData(let timeline) = outcome {
+        for (key, value) in timeline.plist { answer[key] = value }
+    }
     if json {
         Out.json(.dictionary(answer))
     } else {
         Out.line("result: \(outcome.result)\(outcome.failure.isEmpty ? "" : " (\(outcome.failure))")")
-        if case .newData(let snapshot) = outcome { Out.line(JSONOutput.text(.dictionary(snapshot))) }
+        if case .newData(let timeline) = outcome {
+            // A snapshot alone prints as itself; a timeline with its policy.
+            let plist = timeline.plist
+            Out.line(JSONOutput.text(plist["timeline"] == nil ? plist["snapshot"] ?? .dictionary([:]) : .dictionary(plist)))
+        }
     }
     if outcome.result == "failed" { throw Failure(message: "the provider failed: \(outcome.failure)", status: 1) }
 }

@@ -252,6 +252,7 @@ import Testing
             "org.example.Bus",
             widgets: [
                 .init(name: "Live", busName: "org.example.Bus.Provider"),
+                .init(name: "Dated", attributes: ["TodayTimeline": .boolean(true)], busName: "org.example.Bus.Provider"),
                 .init(name: "Slow", attributes: ["TodayUpdateTimeout": .integer(1)], busName: "org.example.Bus.Slow"),
                 .init(name: "Absent", busName: "org.example.Bus.Absent"),
             ])
@@ -276,7 +277,19 @@ import Testing
                                 try await Task.sleep(for: .seconds(3))
                             }
                             return [.string("new-data"), .vardict([("title", .string("from the bus")), ("count", .int32(3))])]
-                        }
+                        },
+                        // Widgets with TodayTimeline are asked for dated entries.
+                        "GetTimeline": { _ in
+                            let now = UInt64(Date().timeIntervalSince1970) * 1_000_000
+                            let entry = { (date: UInt64, title: String, relevance: Double) in
+                                Value.vardict([("date", .uint64(date)), ("snapshot", .vardict([("title", .string(title))])), ("relevance", .double(relevance))])
+                            }
+                            return [
+                                .string("new-data"),
+                                .array(.dictionary(key: .string, value: .variant), [entry(now + 3_600_000_000, "later", 0.5), entry(now - 10_000_000, "now", 2)]),
+                                .vardict([("kind", .string("after")), ("after", .uint64(now + 7_200_000_000))]),
+                            ]
+                        },
                     ])
             ])
         _ = try await provider.requestName(BusName("org.example.Bus.Provider"), flags: [.doNotQueue])
@@ -289,6 +302,18 @@ import Testing
         // The second run receives the first one's snapshot.
         try await connection.widget("org.example.Bus.Live", "PerformUpdate")
         #expect(previous.value.last?.stringDictionary?["title"]?.unwrapped == .string("from the bus"))
+
+        // GetTimeline: the entry whose date has come is shown, the other waits.
+        let dated = "org.example.Bus.Dated"
+        #expect(try await connection.widget(dated, "PerformUpdate").body == [.string("new-data")])
+        #expect(try await connection.property(dated, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("now"))
+        #expect(try await connection.property(dated, "Relevance") == .double(2))
+        #expect(try await connection.property(dated, "ReloadPolicy") == .string("after"))
+        let next = try await connection.property(dated, "NextEntryDate").uint64 ?? 0
+        #expect(next > UInt64(Date().timeIntervalSince1970 + 3500) * 1_000_000)
+        let entries = try await connection.widget(dated, "GetTimeline").body.first
+        #expect(entries?.type.signature == "a(ta{sv}d)")
+        #expect(entries?.elements?.count == 2)
 
         let start = ContinuousClock.now
         #expect(try await connection.widget("org.example.Bus.Slow", "PerformUpdate").body == [.string("failed")])

@@ -243,7 +243,7 @@ import Testing
         let defaults = try Plist.read(contentsOf: disk.path + "/data/todayd/groups/\(Self.group)/Library/Preferences/\(Self.group).plist")
         #expect(defaults["kept"]?.string == "old")
         #expect(defaults["big"] == nil)
-        let snapshot = try Plist.read(contentsOf: disk.path + "/cache/todayd/snapshots/\(id).plist")
-        #expect(snapshot["title"]?.string == title)
+        let stored = try Plist.read(contentsOf: disk.path + "/cache/todayd/snapshots/\(id).plist")
+        #expect(stored["TodaydTimeline"]?.array?.last?["snapshot"]?["title"]?.string == title)
     }
 }
