@@ -11,6 +11,8 @@ struct WidgetCard {
     var lastUpdated: UInt64
     var preferredHeight: Double
     var snapshot: PlistDictionary
+    /// When the content changes to the timeline's next entry, µs; 0: none.
+    var nextEntryDate: UInt64 = 0
 
     /// "just now", "5 min ago", "3 h ago", "2 days ago", "never".
     static func ago(_ microseconds: UInt64, now: Date = Date()) -> String {
@@ -49,6 +51,7 @@ struct WidgetCard {
 
     var status: String {
         var parts = [Self.ago(lastUpdated)]
+        if nextEntryDate > 0 { parts.append("changes at \(localTime(nextEntryDate))") }
         if lastResult == "failed" { parts.append("✗ last update failed: \(lastFailure)") }
         if !hasContent { parts.append("hidden: no content") }
         return parts.joined(separator: " · ")

@@ -75,7 +75,7 @@ struct Client {
             id: id, name: values["DisplayName"]?.string ?? id, hasContent: values["HasContent"]?.bool ?? true,
             lastResult: values["LastResult"]?.string ?? "", lastFailure: values["LastFailure"]?.string ?? "",
             lastUpdated: values["LastUpdated"]?.uint64 ?? 0, preferredHeight: values["PreferredHeight"]?.double ?? 0,
-            snapshot: snapshot ?? [:])
+            snapshot: snapshot ?? [:], nextEntryDate: values["NextEntryDate"]?.uint64 ?? 0)
     }
 
     func close() { connection.close() }

@@ -20,6 +20,7 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
         case "open", "resolve": try await openOrResolve(client, name, arguments, json: json)
         case "defaults": try await defaults(client, arguments, json: json)
         case "watch": try await watch(client, arguments, json: json)
+        case "timeline": try await timeline(client, arguments, json: json)
         default: throw Failure.usage("unknown command '\(name)'")
         }
     }
@@ -342,6 +343,54 @@ func timestamp() -> String {
     var parts = tm()
     guard localtime_r(&now, &parts) != nil else { return "--:--:--" }
     return [parts.tm_hour, parts.tm_min, parts.tm_sec].map { ($0 < 10 ? "0" : "") + String($0) }.joined(separator: ":")
+}
+
+/// A date in µs since the epoch in local time: `HH:MM:SS` today,
+/// `YYYY-MM-DD HH:MM` on another day.
+func localTime(_ microseconds: UInt64) -> String {
+    var seconds = time_t(clamping: microseconds / 1_000_000)
+    var now = time(nil)
+    var parts = tm()
+    var today = tm()
+    guard localtime_r(&seconds, &parts) != nil, localtime_r(&now, &today) != nil else { return "?" }
+    func two(_ n: Int32) -> String { (n < 10 ? "0" : "") + String(n) }
+    let clock = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+    if parts.tm_year == today.tm_year && parts.tm_yday == today.tm_yday { return clock }
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(clock)"
+}
+
+// MARK: Timelines
+
+func timeline(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.count == 1 else { throw Failure.usage("timeline needs one widget id") }
+    let id = arguments[0]
+    let card = try await client.card(id)
+    let values = try await client.properties(Today.widgetPath(id))
+    let reply = try await Client.attempt {
+        try await client.connection.call(Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName("GetTimeline"))
+    }
+    var entries: [(date: UInt64, snapshot: PlistDictionary, relevance: Double)] = []
+    for case .structure(let fields) in reply.body.first?.elements ?? [] where fields.count == 3 {
+        let snapshot = (try? ValueMapping.plist(fields[1]).dictionary) ?? nil
+        entries.append((fields[0].uint64 ?? 0, snapshot ?? [:], fields[2].double ?? 0))
+    }
+    let policy = values["ReloadPolicy"]?.string ?? ""
+    let reload = values["NextScheduledUpdate"]?.uint64 ?? 0
+    if json {
+        Out.json(.dictionary([
+            "id": .string(id), "policy": .string(policy), "nextReload": .unsigned(reload),
+            "entries": .array(entries.map { .dictionary(["date": .unsigned($0.date), "relevance": .real($0.relevance), "snapshot": .dictionary($0.snapshot)]) }),
+        ]))
+        return
+    }
+    Out.line("\(card.name) (\(id))")
+    for (index, entry) in entries.enumerated() {
+        let title = entry.snapshot["title"]?.string.map { "\"\($0)\"" } ?? "(\(entry.snapshot.count) keys)"
+        let relevance = entry.relevance == 0 ? "" : "  relevance \(entry.relevance)"
+        Out.line("\(index == 0 ? "▶" : " ") \(localTime(entry.date))  \(title)\(relevance)")
+    }
+    if entries.isEmpty { Out.line("  (no entries: never updated)") }
+    Out.line("policy: \(policy); next reload: \(reload == 0 ? "none" : localTime(reload))")
 }
 
 /// A snapshot in a few words, for `watch`.
