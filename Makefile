@@ -32,6 +32,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build
 	scripts/assemble-examples .build/examples .build/debug
+	scripts/test-limits
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 	$(MAKE) deb
 	scripts/check-deb .build/deb/todayd_*.deb .build/examples

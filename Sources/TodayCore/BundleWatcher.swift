@@ -14,6 +14,9 @@ public final class BundleWatcher: Sendable {
     private let fd: Int32
     private let watches = Mutex<[Int32: String]>([:])
     private let stopped = Mutex(false)
+    /// Other folders watched on the same inotify instance (instances are
+    /// few per user: 128 by default), each change reported at once.
+    private let others = Mutex<(watches: [Int32: String], changed: (@Sendable () -> Void)?)>(([:], nil))
 
     /// Starts watching; nil (and nothing watched) where inotify is unavailable.
     public init?(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) {
@@ -25,6 +28,31 @@ public final class BundleWatcher: Sendable {
         self.changed = changed
         rearm()
         BlockingThreads.startLoop { [self] in loop() }
+    }
+
+    /// Watches `folders` too (or, for a missing one, its nearest existing
+    /// parent), in place of those given before, and calls `changed` on the
+    /// watcher's thread as soon as something in one of them changes.
+    public func watchAlso(_ folders: [String], changed: @escaping @Sendable () -> Void) {
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+        var wanted = Set<String>()
+        for folder in folders {
+            var existing = folder
+            while !isDirectory(existing), existing != "/", !existing.isEmpty { existing = PathText.parent(of: existing) }
+            wanted.insert(existing.isEmpty ? "/" : existing)
+        }
+        let bundleWatches = Set(watches.withLock { $0.keys })
+        others.withLock { others in
+            for (descriptor, path) in others.watches where !wanted.contains(path) && !bundleWatches.contains(descriptor) {
+                inotify_rm_watch(fd, descriptor)
+            }
+            others.watches = [:]
+            for path in wanted {
+                let descriptor = inotify_add_watch(fd, path, mask)
+                if descriptor >= 0 { others.watches[descriptor] = path }
+            }
+            others.changed = changed
+        }
     }
 
     public func stop() {
@@ -57,10 +85,11 @@ public final class BundleWatcher: Sendable {
             }
         }
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+        let otherWatches = Set(others.withLock { $0.watches.keys })
         watches.withLock { watches in
             let current = Set(watches.values)
             for (descriptor, path) in watches where !wanted.contains(path) {
-                inotify_rm_watch(fd, descriptor)
+                if !otherWatches.contains(descriptor) { inotify_rm_watch(fd, descriptor) }
                 watches[descriptor] = nil
             }
             for path in wanted.subtracting(current) {
@@ -82,9 +111,18 @@ public final class BundleWatcher: Sendable {
                 wait = 500
             }
             if poll(&entry, 1, wait) > 0 {
-                while read(fd, &buffer, buffer.count) > 0 {}
+                var bundles = false
+                var other = false
+                while true {
+                    let count = read(fd, &buffer, buffer.count)
+                    guard count > 0 else { break }
+                    let (inBundles, inOthers) = sort(events: buffer.prefix(count))
+                    bundles = bundles || inBundles
+                    other = other || inOthers
+                }
+                if other { others.withLock { $0.changed }?() }
                 // Later events push the rescan back until things are quiet.
-                pendingSince = .now
+                if bundles { pendingSince = .now }
                 continue
             }
             if let since = pendingSince, ContinuousClock.now - since >= settle {
@@ -94,6 +132,24 @@ public final class BundleWatcher: Sendable {
             }
         }
         close(fd)
+    }
+
+    /// Whether the events read touch the bundle folders' watches, and the
+    /// other folders'. An overflow (watch -1) counts for both.
+    private func sort(events bytes: ArraySlice<UInt8>) -> (bundles: Bool, others: Bool) {
+        let otherWatches = Set(others.withLock { $0.watches.keys })
+        var bundles = false
+        var other = false
+        var offset = bytes.startIndex
+        let header = MemoryLayout<inotify_event>.size
+        while offset + header <= bytes.endIndex {
+            var event = inotify_event()
+            withUnsafeMutableBytes(of: &event) { $0.copyBytes(from: bytes[offset..<offset + header]) }
+            if event.wd == -1 || otherWatches.contains(event.wd) { other = true }
+            if event.wd == -1 || !otherWatches.contains(event.wd) || watches.withLock({ $0[event.wd] != nil }) { bundles = true }
+            offset += header + Int(event.len)
+        }
+        return (bundles, other)
     }
 
     private func isDirectory(_ path: String) -> Bool { FileSystem.isDirectory(path) }

@@ -166,9 +166,16 @@ public enum Daemon {
         }
         let service = TodayService(
             connection: connection, directories: directories, log: log, environment: environment, busAddress: address)
-        service.reload()
-
         let (events, continuation) = AsyncStream<Int32>.makeStream()
+        // Watching starts before the first scan, so that a bundle installed
+        // while todayd starts is seen either by the scan or by the watcher.
+        let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(-3) }
+        if let watcher {
+            service.mimeIndex.follow(watcher)
+        } else {
+            log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP")
+        }
+        service.reload()
         do {
             try await connection.subscribe(MatchRule(interface: .bus, member: MemberName("NameLost")), addToBus: false) { message in
                 if message.body.first?.string == Today.busName.rawValue { continuation.yield(-1) }
@@ -190,8 +197,6 @@ public enum Daemon {
         log.info("serving \(Today.busName) with \(service.widgetIDs.count) widgets from \(directories.bundleFolders.joined(separator: ", "))")
 
         connection.onDisconnect { continuation.yield(-2) }
-        let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(-3) }
-        if watcher == nil { log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP") }
         BlockingThreads.startLoop {
             var waited = sigset_t()
             sigemptyset(&waited)

@@ -26,6 +26,18 @@ public enum ProviderOutcome: Sendable, Equatable {
     }
 }
 
+/// An action a provider is asked to perform (SPEC section 10): its id and,
+/// for a toggle, the state asked for.
+public struct ProviderAction: Sendable, Equatable, Hashable {
+    public var id: String
+    public var state: Bool?
+
+    public init(id: String, state: Bool? = nil) {
+        self.id = id
+        self.state = state
+    }
+}
+
 /// The limits a provider runs under (SPEC section 3 attributes).
 public struct ProviderLimits: Sendable, Equatable {
     public var timeout: Duration = .seconds(10)
@@ -83,6 +95,8 @@ public struct ExecProvider: Sendable {
     /// The argument list and environment as execve takes them, made
     /// once: a widget's provider is kept from run to run.
     let launch: (arguments: CStrings, environment: CStrings)
+    /// The environment it runs with, for the launch of an action.
+    let variables: [String: String]
 
     public init(
         widgetID: String, executable: String, container: String, groupContainers: [(String, String)],
@@ -101,17 +115,28 @@ public struct ExecProvider: Sendable {
         variables["TODAY_CONTAINER"] = container
         variables["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
         if let busAddress { variables["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
+        self.variables = variables
         launch = (CStrings([executable, "perform-update"]), CStrings(variables.map { "\($0.key)=\($0.value)" }))
+    }
+
+    /// What a provider pressed for an action runs with (SPEC section 10):
+    /// `perform-action <id>`, TODAY_ACTION_ID and, for a toggle,
+    /// TODAY_ACTION_STATE, the state asked for.
+    func actionLaunch(_ action: ProviderAction) -> (arguments: CStrings, environment: CStrings) {
+        var variables = variables
+        variables["TODAY_ACTION_ID"] = action.id
+        if let state = action.state { variables["TODAY_ACTION_STATE"] = state ? "true" : "false" }
+        return (CStrings([executable, "perform-action", action.id]), CStrings(variables.map { "\($0.key)=\($0.value)" }))
     }
 
     /// Runs the provider on a thread of its own and returns what it gave.
     /// `log` receives standard error, line by line, bounded.
     public func run(
-        previous: PlistDictionary, running: RunningProviders, log: @escaping @Sendable (String) -> Void
+        previous: PlistDictionary, action: ProviderAction? = nil, running: RunningProviders, log: @escaping @Sendable (String) -> Void
     ) async -> ProviderOutcome {
         await withCheckedContinuation { continuation in
             Self.runners.run {
-                continuation.resume(returning: runBlocking(previous: previous, running: running, log: log))
+                continuation.resume(returning: runBlocking(previous: previous, action: action, running: running, log: log))
             }
         }
     }
@@ -120,8 +145,9 @@ public struct ExecProvider: Sendable {
     /// queue's threads are reused from run to run.
     static let runners = BlockingThreads()
 
+    /// One run: an update, or with `action` that action.
     public func runBlocking(
-        previous: PlistDictionary, running: RunningProviders, log: @escaping @Sendable (String) -> Void
+        previous: PlistDictionary, action: ProviderAction? = nil, running: RunningProviders, log: @escaping @Sendable (String) -> Void
     ) -> ProviderOutcome {
         let input: Data
         do {
@@ -134,6 +160,7 @@ public struct ExecProvider: Sendable {
         var child: SpawnedProcess
         running.starting()
         do {
+            let launch = action.map(actionLaunch) ?? launch
             child = try SpawnedProcess(executable, arguments: launch.arguments, directory: container, environment: launch.environment)
         } catch {
             running.started(nil, widgetID)
@@ -244,6 +271,77 @@ public enum Snapshot {
 
     public static let maximumSize = 4 << 20
     public static let maximumImage = 1 << 20
+    public static let maximumActions = 8
+
+    /// A button or toggle a snapshot offers (SPEC section 10).
+    public struct Action: Sendable, Equatable {
+        public var id: String
+        public var isToggle: Bool
+        /// A toggle's current state.
+        public var state: Bool
+    }
+
+    /// The actions the snapshot offers, in order.
+    public static func actions(of snapshot: PlistDictionary) -> [Action] {
+        (snapshot["actions"]?.array ?? []).compactMap { value in
+            guard let id = value["id"]?.string else { return nil }
+            return Action(id: id, isToggle: value["kind"]?.string == "toggle", state: value["state"]?.bool ?? false)
+        }
+    }
+
+    /// The snapshot with toggle `id` set to `state`.
+    public static func setting(_ id: String, to state: Bool, in snapshot: PlistDictionary) -> PlistDictionary {
+        guard let list = snapshot["actions"]?.array else { return snapshot }
+        var result = snapshot
+        result["actions"] = .array(
+            list.map { value in
+                guard var action = value.dictionary, action["id"]?.string == id else { return value }
+                action["state"] = .boolean(state)
+                return .dictionary(action)
+            })
+        return result
+    }
+
+    static func isValidActionID(_ id: String) -> Bool {
+        (1...64).contains(id.utf8.count)
+            && id.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "." || $0 == "_" || $0 == "-" }
+    }
+
+    /// Why the snapshot's `actions`, or the `action` of one of its items,
+    /// break SPEC section 10's rules, or nil.
+    static func actionProblem(_ snapshot: PlistDictionary) -> String? {
+        var ids = Set<String>()
+        if let value = snapshot["actions"] {
+            guard let list = value.array, list.allSatisfy({ $0.dictionary != nil }) else {
+                return "snapshot key 'actions' must be an array of dictionaries, not \(value.typeName)"
+            }
+            guard list.count <= maximumActions else { return "snapshot offers \(list.count) actions; at most \(maximumActions)" }
+            for (index, action) in list.enumerated() {
+                let at = "actions[\(index)]"
+                guard let id = action["id"]?.string, isValidActionID(id) else {
+                    return "\(at).id must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
+                }
+                guard ids.insert(id).inserted else { return "\(at).id '\(id)' is used twice" }
+                guard action["title"]?.string != nil else { return "\(at) ('\(id)') needs a 'title' string" }
+                switch action["kind"]?.string {
+                case "button": break
+                case "toggle":
+                    guard action["state"]?.bool != nil else { return "\(at) ('\(id)') is a toggle and needs a boolean 'state'" }
+                default: return "\(at).kind must be 'button' or 'toggle'"
+                }
+                for key in ["icon-name", "accessibility-label"] {
+                    if let extra = action[key], extra.string == nil { return "\(at).\(key) must be a string, not \(extra.typeName)" }
+                }
+            }
+        }
+        for (index, item) in (snapshot["items"]?.array ?? []).enumerated() {
+            guard let named = item["action"] else { continue }
+            guard let id = named.string, ids.contains(id) else {
+                return "items[\(index)].action must name one of the snapshot's actions"
+            }
+        }
+        return nil
+    }
 
     /// Why a snapshot cannot be published, or nil.
     public static func problem(_ snapshot: PlistDictionary) -> String? {
@@ -257,6 +355,7 @@ public enum Snapshot {
         for (key, kind, check) in typed {
             if let value = snapshot[key], !check(value) { return "snapshot key '\(key)' must be \(kind), not \(value.typeName)" }
         }
+        if let problem = actionProblem(snapshot) { return problem }
         if let image = snapshot["image"]?.data, image.count > maximumImage {
             return "snapshot image is \(image.count) bytes, over the limit of \(maximumImage)"
         }

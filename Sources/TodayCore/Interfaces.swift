@@ -83,6 +83,13 @@ public enum Today {
                 MemberName("Activate"), in: [Argument("platform_data", "a{sv}")], out: [Argument("handler", "s")],
                 doc: "The user tapped the widget: opens Snapshot[\"url\"] as OpenURL would, or starts the container app."),
             Method(
+                MemberName("PerformAction"), in: [Argument("action_id", "s"), Argument("platform_data", "a{sv}")],
+                out: [Argument("result", "s")],
+                doc: """
+                    The user pressed a button or toggle of the current snapshot: runs the provider's action and stores what
+                    it returns; new-data, no-data or failed. Error.NoSuchAction when the snapshot offers no such action.
+                    """),
+            Method(
                 MemberName("GetTimeline"), out: [Argument("entries", "a(ta{sv}d)")],
                 doc: "The current entry and those after it: date (microseconds since the epoch), snapshot, relevance."),
         ],
@@ -111,7 +118,8 @@ public enum Today {
             Property("Groups", "as", doc: "The app groups the widget is entitled to."),
         ],
         signals: [
-            Signal(MemberName("Updated"), [Argument("result", "s")], doc: "After every update, whoever asked for it.")
+            Signal(MemberName("Updated"), [Argument("result", "s")], doc: "After every update and every action, whoever asked for it."),
+            Signal(MemberName("ActionPerformed"), [Argument("action_id", "s"), Argument("result", "s")], doc: "After every action."),
         ],
         doc: "io.github.todayd.Today1.Widget: one object per widget extension.")
 
@@ -152,6 +160,11 @@ public enum Today {
                 MemberName("GetTimeline"), in: [Argument("previous_snapshot", "a{sv}")],
                 out: [Argument("result", "s"), Argument("entries", "aa{sv}"), Argument("policy", "a{sv}")],
                 doc: "Called instead of PerformUpdate when the widget sets TodayTimeline."),
+            Method(
+                MemberName("PerformAction"),
+                in: [Argument("action_id", "s"), Argument("arguments", "a{sv}"), Argument("previous_snapshot", "a{sv}")],
+                out: [Argument("result", "s"), Argument("snapshot", "a{sv}")],
+                doc: "An action of the snapshot; arguments has state (b) for a toggle: the state asked for."),
         ],
         doc: "io.github.todayd.Today1.Provider: served by D-Bus widget providers at /io/github/todayd/Today1/Provider.")
 

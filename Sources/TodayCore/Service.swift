@@ -48,6 +48,8 @@ public final class TodayService: Sendable {
         let id: String
         let object: ExportedInterface
         let data: Mutex<Data>
+        /// Provider runs of this widget, updates and actions, one at a time.
+        let runs = RunQueue()
         /// Held while the record is copied and written, so that writes of
         /// one file land in the order of the changes they carry: each
         /// writes the record as it is when its turn comes.
@@ -57,7 +59,10 @@ public final class TodayService: Sendable {
             var manifest: WidgetManifest
             var record: WidgetRecord
             var timeline: Timeline
+            /// The update running or waiting its turn, which later update calls join.
             var running: UpdateInProgress?
+            /// The actions running or waiting, which calls for the same action and state join.
+            var actionRuns: [ProviderAction: UpdateInProgress] = [:]
             /// The exec provider made from `manifest`, once it has run.
             var provider: Result<ExecProvider, ProviderRun.Problem>?
 
@@ -277,6 +282,12 @@ public final class TodayService: Sendable {
                                 guard let self else { throw DBusError.failed("todayd is shutting down") }
                                 return [.string(try await self.activate(id, platformData: call.arguments[0]))]
                             },
+                            "PerformAction": { [weak self] call in
+                                guard let self else { throw DBusError.failed("todayd is shutting down") }
+                                let actionID = call.arguments[0].string ?? ""
+                                let result = try await self.limitingCalls(of: call.sender) { try await self.performAction(id, action: actionID) }
+                                return [.string(result)]
+                            },
                             "GetTimeline": { [weak self] _ in
                                 guard let self else { throw DBusError.failed("todayd is shutting down") }
                                 return [try self.timelineValue(id)]
@@ -451,18 +462,7 @@ public final class TodayService: Sendable {
         let now = self.now()
         let started = widget.data.withLock { data -> Result<(UpdateInProgress, joined: Bool), TodayError> in
             if let running = data.running { return .success((running, true)) }
-            let failures = data.record.schedule.consecutiveFailures
-            let delay = Schedule.requestDelay(failures: failures)
-            if !scheduled, delay > 0 {
-                let ended = Date(timeIntervalSince1970: TimeInterval(data.record.lastUpdated) / 1e6)
-                let wait = ended.addingTimeInterval(delay).timeIntervalSince(now)
-                if wait > 0 {
-                    return .failure(
-                        .providerFailed(
-                            "'\(id)' failed \(failures) times in a row (last: \(data.record.lastFailure)); "
-                                + "it runs again on request in \(Int(wait.rounded(.up))) s: fix the provider, then ask again"))
-                }
-            }
+            if !scheduled, let refusal = Self.backOff(data.record, id: id, now: now) { return .failure(refusal) }
             let update = UpdateInProgress()
             data.running = update
             return .success((update, false))
@@ -472,7 +472,14 @@ public final class TodayService: Sendable {
             done(.failure(error))
         case .success(let (update, joined)):
             update.whenFinished { done(.success($0)) }
-            if !joined { self.update(widget, scheduled: scheduled) { update.finish($0) } }
+            if !joined {
+                widget.runs.enqueue { [self] next in
+                    self.update(widget, scheduled: scheduled) { result in
+                        update.finish(result)
+                        next()
+                    }
+                }
+            }
         }
     }
 
@@ -500,11 +507,17 @@ public final class TodayService: Sendable {
         }
     }
 
-    /// Stores and announces what a provider run came to; returns the result.
-    private func record(_ outcome: ProviderOutcome, of widget: Widget, previous: PlistDictionary, scheduled: Bool) -> String {
+    /// Stores and announces what a provider run came to (an update, or
+    /// `action`); returns the result.
+    private func record(
+        _ outcome: ProviderOutcome, of widget: Widget, previous: PlistDictionary, scheduled: Bool, action: ProviderAction? = nil
+    ) -> String {
         var outcome = outcome
+        @Sendable func finished(_ data: inout Widget.Data) {
+            if let action { data.actionRuns[action] = nil } else { data.running = nil }
+        }
         if isStopping {
-            widget.data.withLock { $0.running = nil }
+            widget.data.withLock { finished(&$0) }
             return "failed"
         }
         let now = self.now()
@@ -514,8 +527,22 @@ public final class TodayService: Sendable {
         // failure, and the previous snapshot stays.
         var snapshotChanged = false
         var timeline: Timeline?
+        // A toggle whose provider had nothing new keeps the state asked
+        // for; one whose provider failed goes back to where it was.
+        if let action, let state = action.state, outcome == .noData {
+            outcome = .newData(TimelineAnswer(snapshot: Snapshot.setting(action.id, to: state, in: previous)))
+        }
+        if let action, action.state != nil, case .failed = outcome {
+            let reverted = widget.data.withLock { data -> [(String, Value)] in
+                data.timeline.current?.snapshot = previous
+                return Self.entryProperties(of: data)
+            }
+            widget.object.set(reverted)
+        }
         if case .newData(let answer) = outcome {
-            let current = widget.data.withLock { $0.timeline }
+            var current = widget.data.withLock { $0.timeline }
+            // Against what was stored, not the state shown while the toggle ran.
+            if let action, action.state != nil { current.current?.snapshot = previous }
             let next = current.replaced(by: answer, at: now)
             if next != current {
                 do {
@@ -540,7 +567,8 @@ public final class TodayService: Sendable {
         saveLater(widget)
         publishUpdate(widget, snapshotChanged: snapshotChanged)
         try? widget.object.emit("Updated", [.string(outcome.result)])
-        widget.data.withLock { $0.running = nil }
+        if let action { try? widget.object.emit("ActionPerformed", [.string(action.id), .string(outcome.result)]) }
+        widget.data.withLock { finished(&$0) }
         return outcome.result
     }
 
@@ -589,14 +617,24 @@ public final class TodayService: Sendable {
         for widget in widgets { saveRecord(of: widget) }
     }
 
-    /// One provider run for `widget`, whatever kind of provider it has;
-    /// `done` gets the outcome on the thread that waited for it.
-    func provide(_ widget: Widget, previous: PlistDictionary, done: @escaping @Sendable (ProviderOutcome) -> Void) {
+    /// One provider run for `widget` (an update, or `action`), whatever
+    /// kind of provider it has; `done` gets the outcome on the thread that
+    /// waited for it.
+    func provide(
+        _ widget: Widget, previous: PlistDictionary, action: ProviderAction? = nil, done: @escaping @Sendable (ProviderOutcome) -> Void
+    ) {
         let manifest = widget.data.withLock { $0.manifest }
         if let name = manifest.providerBusName {
             let provider = BusProvider(
                 connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline)
-            Task { done(await provider.run(previous: previous)) }
+            Task {
+                if let action {
+                    let arguments: PlistDictionary = action.state.map { ["state": .boolean($0)] } ?? [:]
+                    done(await provider.runAction(action.id, arguments: arguments, previous: previous))
+                } else {
+                    done(await provider.run(previous: previous))
+                }
+            }
             return
         }
         let id = manifest.bundleIdentifier
@@ -614,7 +652,9 @@ public final class TodayService: Sendable {
                 done(.failed("no-provider"))
             case .success(let provider):
                 groups.prepareContainers(manifest.groups)
-                let outcome = provider.runBlocking(previous: previous, running: providers) { [log] line in log.warning("\(id): \(line)") }
+                let outcome = provider.runBlocking(previous: previous, action: action, running: providers) { [log] line in
+                    log.warning("\(id): \(line)")
+                }
                 widget.data.withLock { data in
                     guard data.manifest == manifest else { return }
                     data.provider = outcome == .failed("no-provider") ? nil : prepared
@@ -622,6 +662,61 @@ public final class TodayService: Sendable {
                 done(outcome)
             }
         }
+    }
+
+    // MARK: Actions
+
+    /// Widget.PerformAction (SPEC section 10): runs the provider's action
+    /// for a button or toggle the current snapshot offers, after any run
+    /// of this widget under way; calls for the same action and state share
+    /// one run. A toggle shows the state asked for at once.
+    public func performAction(_ id: String, action actionID: String) async throws -> String {
+        let widget = try widget(id)
+        let now = self.now()
+        typealias Started = (action: ProviderAction, run: UpdateInProgress, joined: Bool, previous: PlistDictionary, shown: [(String, Value)]?)
+        let started = widget.data.withLock { data -> Result<Started, TodayError> in
+            guard let offered = Snapshot.actions(of: data.snapshot).first(where: { $0.id == actionID }) else {
+                return .failure(.noSuchAction(widget: id, action: actionID))
+            }
+            let action = ProviderAction(id: actionID, state: offered.isToggle ? !offered.state : nil)
+            let previous = data.snapshot
+            if let running = data.actionRuns[action] { return .success((action, running, true, previous, nil)) }
+            if let refusal = Self.backOff(data.record, id: id, now: now) { return .failure(refusal) }
+            let run = UpdateInProgress()
+            data.actionRuns[action] = run
+            var shown: [(String, Value)]?
+            if let state = action.state {
+                data.timeline.current?.snapshot = Snapshot.setting(actionID, to: state, in: previous)
+                shown = Self.entryProperties(of: data)
+            }
+            return .success((action, run, false, previous, shown))
+        }
+        // The provider gets the snapshot as it was before a toggle.
+        let (action, run, joined, previous, shown) = try started.get()
+        if !joined {
+            if let shown { widget.object.set(shown) }
+            widget.runs.enqueue { [self] next in
+                provide(widget, previous: previous, action: action) { [self] outcome in
+                    run.finish(record(outcome, of: widget, previous: previous, scheduled: false, action: action))
+                    next()
+                }
+            }
+        }
+        return await run.result()
+    }
+
+    /// Error.ProviderFailed while a provider that keeps failing waits out
+    /// its back-off (`Schedule.requestDelay`), or nil.
+    static func backOff(_ record: WidgetRecord, id: String, now: Date) -> TodayError? {
+        let failures = record.schedule.consecutiveFailures
+        let delay = Schedule.requestDelay(failures: failures)
+        guard delay > 0 else { return nil }
+        let ended = Date(timeIntervalSince1970: TimeInterval(record.lastUpdated) / 1e6)
+        let wait = ended.addingTimeInterval(delay).timeIntervalSince(now)
+        guard wait > 0 else { return nil }
+        return .providerFailed(
+            "'\(id)' failed \(failures) times in a row (last: \(record.lastFailure)); "
+                + "it runs again on request in \(Int(wait.rounded(.up))) s: fix the provider, then ask again")
     }
 
     // MARK: Timelines
@@ -752,6 +847,38 @@ final class UpdateInProgress: Sendable {
             return state.waiting
         }
         for done in waiting { done(result) }
+    }
+}
+
+/// Runs jobs one after another: each gets a `next` to call when it is done,
+/// on whatever thread it finishes, and the next job starts there.
+final class RunQueue: Sendable {
+    typealias Job = @Sendable (_ next: @escaping @Sendable () -> Void) -> Void
+    private let state = Mutex<(busy: Bool, waiting: [Job])>((false, []))
+
+    func enqueue(_ job: @escaping Job) {
+        let now = state.withLock { state -> Bool in
+            guard !state.busy else {
+                state.waiting.append(job)
+                return false
+            }
+            state.busy = true
+            return true
+        }
+        if now { start(job) }
+    }
+
+    private func start(_ job: @escaping Job) {
+        job { [self] in
+            let next = state.withLock { state -> Job? in
+                guard !state.waiting.isEmpty else {
+                    state.busy = false
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            if let next { start(next) }
+        }
     }
 }
 

@@ -18,6 +18,8 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
     case storage(String)
     case invalidURL(String)
     case noHandler(String)
+    /// The widget's current snapshot offers no such action.
+    case noSuchAction(widget: String, action: String)
 
     public var dbusError: DBusError {
         switch self {
@@ -51,6 +53,10 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
             DBusError(Self.name("InvalidURL"), reason)
         case .noHandler(let reason):
             DBusError(Self.name("NoHandler"), reason)
+        case .noSuchAction(let widget, let action):
+            DBusError(
+                Self.name("NoSuchAction"),
+                "the current snapshot of '\(widget)' offers no action '\(action.prefix(64))'; `todayctl show \(widget)` lists its actions")
         }
     }
 

@@ -278,6 +278,9 @@ import Testing
                             }
                             return [.string("new-data"), .vardict([("title", .string("from the bus")), ("count", .int32(3))])]
                         },
+                        "PerformAction": { call in
+                            [.string("new-data"), .vardict([("title", .string("pressed \(call.arguments[0].string ?? "")")), ("count", .int32(4))])]
+                        },
                         // Widgets with TodayTimeline are asked for dated entries.
                         "GetTimeline": { _ in
                             let now = UInt64(Date().timeIntervalSince1970) * 1_000_000
@@ -431,7 +434,11 @@ import Testing
         try staging.addApp("org.example.Live", name: "Live", widgets: [.init(name: "W", script: WidgetUpdateTests.newData)])
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: staging.url.appendingPathComponent("Live.app"), to: folder.appendingPathComponent("Live.app"))
-        #expect(try await eventually { try await widgets() == [.objectPaths([path])] })
+        guard try await eventually(1.5, { try await widgets() == [.objectPaths([path])] }) else {
+            daemon.stop(keepHome: true)
+            Issue.record("the installed bundle was not seen: \(daemon.logText)")
+            return
+        }
 
         // A change to a manifest shows in the properties.
         let info = folder.appendingPathComponent("Live.app/PlugIns/W.appex/Info.plist")

@@ -142,7 +142,10 @@ import Testing
         try tree.list("data/applications/b-missing.desktop", "[Desktop Entry]\nType=Application\nName=M\nExec=/nonexistent/program %u\nMimeType=x-scheme-handler/demo;\n")
         try tree.list("data/applications/vendor/org.example.Sub.desktop", "[Desktop Entry]\nType=Application\nName=S\nDBusActivatable=true\nExec=/bin/true %u\nMimeType=x-scheme-handler/demo;\n")
         let cache = MimeIndexCache(configuration: MimeApps(environment: tree.environment))
-        let mime = cache.current().configuration
+        let watcher = try #require(BundleWatcher(folders: [tree.root.path + "/no-bundles"]) {})
+        defer { watcher.stop() }
+        cache.follow(watcher)
+        let mime = cache.configuration
         func usable(_ app: MimeApps.Application) -> Bool { URLDispatch.launchProblem(app, mime: mime) == nil }
         #expect(cache.current().associated("x-scheme-handler/demo").map(\.id) == ["a-files.desktop", "b-missing.desktop", "vendor-org.example.Sub.desktop"])
         let chosen = cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)
@@ -150,11 +153,19 @@ import Testing
         #expect(chosen.map(URLDispatch.busName) == "org.example.Sub")
         #expect(URLDispatch.launchProblem(try #require(cache.current().application("a-files.desktop")), mime: mime)?.contains("%u") == true)
         #expect(URLDispatch.launchProblem(try #require(cache.current().application("b-missing.desktop")), mime: mime)?.contains("not installed") == true)
-        // A new entry and a new default, written after the index was read.
+        // A new entry and a new default, written after the index was read:
+        // the watcher reports them, and the index is read again.
+        func soon(_ expected: String) async throws -> String? {
+            for _ in 0..<40 {
+                if cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id == expected { break }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            return cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id
+        }
         try tree.app("c.desktop", in: "data")
         try tree.list("config/mimeapps.list", "[Default Applications]\r\nx-scheme-handler/demo=c.desktop;\r\n")
-        #expect(cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id == "c.desktop")
+        #expect(try await soon("c.desktop") == "c.desktop")
         try FileManager.default.removeItem(atPath: tree.root.path + "/data/applications/c.desktop")
-        #expect(cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id == "vendor-org.example.Sub.desktop")
+        #expect(try await soon("vendor-org.example.Sub.desktop") == "vendor-org.example.Sub.desktop")
     }
 }
