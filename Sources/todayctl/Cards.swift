@@ -45,6 +45,13 @@ struct WidgetCard {
         if let image = snapshot["image"]?.data { lines.append("[image, \(image.count) bytes]") }
         if let path = snapshot["image-path"]?.string { lines += wrap("[image: \(path)]", width) }
         if let url = snapshot["url"]?.string { lines += wrap("→ " + url, width) }
+        let actions = (snapshot["actions"]?.array ?? []).compactMap { action -> String? in
+            guard let id = action["id"]?.string else { return nil }
+            let title = action["title"]?.string ?? id
+            if action["kind"]?.string == "toggle" { return "[\(action["state"]?.bool == true ? "✓" : " ")] \(title) (\(id))" }
+            return "[ \(title) ] (\(id))"
+        }
+        if !actions.isEmpty { lines += wrap(actions.joined(separator: "  "), width) }
         if snapshot.isEmpty { lines.append(hasContent ? "(no snapshot yet)" : "(no content)") }
         return lines
     }

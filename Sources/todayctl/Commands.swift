@@ -21,6 +21,7 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
         case "defaults": try await defaults(client, arguments, json: json)
         case "watch": try await watch(client, arguments, json: json)
         case "timeline": try await timeline(client, arguments, json: json)
+        case "action": try await action(client, arguments, json: json)
         default: throw Failure.usage("unknown command '\(name)'")
         }
     }
@@ -87,6 +88,24 @@ func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
     }
     let hidden = cards.count - shown.count
     if hidden > 0 { Out.line("\n(\(hidden) widget\(hidden == 1 ? "" : "s") without content hidden; `todayctl show WIDGET` shows one)") }
+}
+
+func action(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.count == 2 else { throw Failure.usage("action needs a widget id and an action id") }
+    let (id, action) = (arguments[0], arguments[1])
+    guard BundleCatalog.isValidBundleID(id) else { throw Failure.usage("'\(id)' is not a widget id") }
+    let result = try await Client.attempt {
+        try await client.connection.call(
+            Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName("PerformAction"),
+            [.string(action), .vardict([])], timeout: .seconds(120))
+    }.body.first?.string ?? ""
+    let card = try await client.card(id)
+    if json {
+        Out.json(.dictionary(["id": .string(id), "action": .string(action), "result": .string(result), "failure": .string(card.lastFailure)]))
+    } else {
+        Out.line(result == "failed" ? "\(id) \(action): failed: \(card.lastFailure)" : "\(id) \(action): \(result)")
+    }
+    if result == "failed" { throw Failure(message: "the action \(action) of \(id) failed: \(card.lastFailure)", status: 1) }
 }
 
 func update(_ client: Client, _ arguments: [String], json: Bool) async throws {

@@ -13,6 +13,7 @@ let commands: [(name: String, usage: String, summary: String)] = [
     ("resolve", "resolve URL", "which app would get a URL, launching nothing"),
     ("defaults", "defaults GROUP get KEY | set KEY VALUE [--int|--real|--bool|--date|--data] | remove KEY | list  --as BUNDLE",
      "read and write an app group's defaults"),
+    ("action", "action WIDGET ACTION", "press a button or toggle of a widget's current snapshot"),
     ("timeline", "timeline WIDGET", "a widget's timeline: its entries, their relevance, the reload policy and the next reload"),
     ("watch", "watch", "print changes as they happen, until interrupted"),
     ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),
