@@ -78,5 +78,18 @@ struct Client {
             snapshot: snapshot ?? [:], nextEntryDate: values["NextEntryDate"]?.uint64 ?? 0)
     }
 
+    /// Signals that match `rules` from whoever owns todayd's name, now and
+    /// after a restart: the bus filters them by the well-known name, and
+    /// every such message is taken here (messages carry the owner's unique
+    /// name, which a restart changes).
+    func subscribeToTodayd(_ rules: [MatchRule], _ handler: @escaping @Sendable (Message) -> Void) async throws {
+        for var rule in rules {
+            let local = rule
+            rule.sender = Today.busName.rawValue
+            _ = try await Self.attempt { try await connection.subscribe(rule) { _ in } }
+            try await connection.subscribe(local, addToBus: false, handler: handler)
+        }
+    }
+
     func close() { connection.close() }
 }

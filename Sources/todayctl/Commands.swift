@@ -22,6 +22,7 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
         case "watch": try await watch(client, arguments, json: json)
         case "timeline": try await timeline(client, arguments, json: json)
         case "action": try await action(client, arguments, json: json)
+        case "bar": try await bar(client, arguments, json: json)
         default: throw Failure.usage("unknown command '\(name)'")
         }
     }
@@ -278,26 +279,14 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.isEmpty else { throw Failure.usage("watch takes no arguments") }
     let events = AsyncStream<Message>.makeStream()
     let connection = client.connection
-    for rule in [
-        MatchRule(sender: Today.busName.rawValue, interface: .properties, member: MemberName("PropertiesChanged")),
-        MatchRule(sender: Today.busName.rawValue, interface: Today.widget.name, member: MemberName("Updated")),
-        MatchRule(sender: Today.busName.rawValue, interface: .objectManager),
-    ] {
-        _ = try await Client.attempt { try await connection.subscribe(rule) { events.continuation.yield($0) } }
-    }
-    // Watching starts only with todayd running: without it, GetNameOwner
-    // fails and the user is told to start it.
-    _ = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
-    // The bus matches the rules above against whoever owns the name, also
-    // after todayd restarts; here every such message is taken (the
-    // connection subscribes to nothing else).
-    for rule in [
+    try await client.subscribeToTodayd([
         MatchRule(interface: .properties, member: MemberName("PropertiesChanged")),
         MatchRule(interface: Today.widget.name, member: MemberName("Updated")),
         MatchRule(interface: .objectManager),
-    ] {
-        try await connection.subscribe(rule, addToBus: false) { events.continuation.yield($0) }
-    }
+    ]) { events.continuation.yield($0) }
+    // Watching starts only with todayd running: without it, GetNameOwner
+    // fails and the user is told to start it.
+    _ = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
     _ = try await Client.attempt {
         try await connection.subscribe(
             MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue)

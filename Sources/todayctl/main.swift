@@ -15,6 +15,8 @@ let commands: [(name: String, usage: String, summary: String)] = [
      "read and write an app group's defaults"),
     ("action", "action WIDGET ACTION", "press a button or toggle of a widget's current snapshot"),
     ("timeline", "timeline WIDGET", "a widget's timeline: its entries, their relevance, the reload policy and the next reload"),
+    ("bar", "bar [WIDGET…] --format waybar|i3bar|polybar|genmon [--once]",
+     "the widgets as a bar module: a line per change (genmon: once), clicks call Activate"),
     ("watch", "watch", "print changes as they happen, until interrupted"),
     ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),
     ("plist", "plist FILE|- [--to xml|binary|json]", "print a property list (XML by default; - reads standard input)"),

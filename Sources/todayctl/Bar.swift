@@ -1,0 +1,118 @@
+import DBus
+import FoundationEssentials
+import Glibc
+import PropertyList
+import TodayCore
+
+/// `todayctl bar [WIDGET…] --format FORMAT [--once]`: a line per change,
+/// driven by todayd's signals, never polling; it waits through a restart
+/// of todayd. genmon prints once (the panel runs it on its own period).
+func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    var arguments = arguments
+    var format = BarFormat.waybar
+    if let index = arguments.firstIndex(of: "--format") {
+        guard index + 1 < arguments.count, let chosen = BarFormat(rawValue: arguments[index + 1]) else {
+            throw Failure.usage("--format takes \(BarFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        format = chosen
+        arguments.removeSubrange(index...index + 1)
+    }
+    var once = format == .genmon
+    if let index = arguments.firstIndex(of: "--once") {
+        once = true
+        arguments.remove(at: index)
+    }
+    if let bad = arguments.first(where: { $0.hasPrefix("-") || !BundleCatalog.isValidBundleID($0) }) {
+        throw Failure.usage("'\(bad)' is not a widget id; `todayctl list` shows them")
+    }
+    let chosen = arguments
+
+    /// The widgets to show now; nil while todayd is away.
+    func current() async -> [BarWidget]? {
+        do {
+            let ids = chosen.isEmpty ? try await client.widgetIDs() : chosen
+            var widgets: [BarWidget] = []
+            for id in ids {
+                do {
+                    widgets.append(BarWidget(id: id, properties: try await client.properties(Today.widgetPath(id))))
+                } catch let failure as Failure where failure.message.contains("no object") {
+                    continue  // not installed (now): nothing to show for it
+                }
+            }
+            return widgets
+        } catch {
+            return nil
+        }
+    }
+
+    if once {
+        if let header = format.header { Out.line(header) }
+        Out.line(format.line(await current() ?? []))
+        return
+    }
+
+    // Signals, and the moment a widget turns stale, wake the one loop below.
+    let events = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    let connection = client.connection
+    try await client.subscribeToTodayd([
+        MatchRule(interface: .properties, member: MemberName("PropertiesChanged")), MatchRule(interface: .objectManager),
+    ]) { _ in events.continuation.yield() }
+    _ = try await Client.attempt {
+        try await connection.subscribe(
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue)
+        ) { _ in events.continuation.yield() }
+    }
+    connection.onDisconnect { events.continuation.finish() }
+    if format == .i3bar { try readClicks(connection) }
+    if let header = format.header { Out.line(header) }
+
+    var last: String?
+    var staleTimer: Task<Void, Never>?
+    events.continuation.yield()
+    for await _ in events.stream {
+        // While todayd is away (restarting), the last line stays.
+        guard let widgets = await current() else { continue }
+        let line = format.line(widgets)
+        if line != last {
+            Out.line(line)
+            last = line
+        }
+        staleTimer?.cancel()
+        let now = Date()
+        if let staleAt = widgets.compactMap(\.staleAt).filter({ $0 > now }).min() {
+            staleTimer = Task {
+                try? await Task.sleep(for: .milliseconds(Int(min(staleAt.timeIntervalSince(now), 86_400) * 1000) + 10))
+                if !Task.isCancelled { events.continuation.yield() }
+            }
+        }
+    }
+    throw Failure.refused("the connection to the bus was lost")
+}
+
+/// i3bar and swaybar write click events to standard input: `[`, then one
+/// JSON object a line, each after the first led by a comma. A click on a
+/// block calls Activate on its widget.
+private func readClicks(_ connection: Connection) throws {
+    try Threads.detach {
+        var pending = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(0, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }
+            pending += buffer[0..<count]
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Data(pending[..<newline].drop { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "[") || $0 == 0x20 })
+                pending.removeSubrange(...newline)
+                guard let click = try? Plist.read(line, allowJSON: true), let id = click["instance"]?.string,
+                    click["name"]?.string == "todayd", BundleCatalog.isValidBundleID(id)
+                else { continue }
+                Task {
+                    _ = try? await connection.call(
+                        Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName("Activate"),
+                        [.vardict([("button", .int32(Int32(clamping: click["button"]?.int64 ?? 1)))])])
+                }
+            }
+        }
+    }
+}
