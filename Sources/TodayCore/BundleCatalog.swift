@@ -42,6 +42,12 @@ public struct WidgetManifest: Sendable, Equatable {
     public var providerBusName: String?
     /// TodayTimeline: a D-Bus provider is asked with GetTimeline.
     public var timeline = false
+    /// `com.apple.security.network.client` in the widget's entitlements:
+    /// its sandbox keeps the network.
+    public var networkClient = false
+
+    /// The container app's folder (the `.app` that holds `path`).
+    public var appPath: String { PathText.parent(of: PathText.parent(of: path)) }
 
     public struct Insets: Sendable, Equatable {
         public var top = 0.0, left = 0.0, bottom = 0.0, right = 0.0
@@ -186,7 +192,8 @@ public struct BundleCatalog: Sendable {
             let providerExecutable = try string(extensionInfo, "CFBundleExecutable", in: path).map {
                 try executable($0, inside: appex, file: path)
             }
-            let groups = try entitledGroups(appex)
+            let entitlements = try entitlements(appex)
+            let groups = entitlements.groups
             guard let ext = try dictionary(extensionInfo, "NSExtension", in: path),
                 try string(ext, "NSExtensionPointIdentifier", in: path, prefix: "NSExtension.") == "com.apple.widget-extension"
             else { continue }
@@ -230,7 +237,7 @@ public struct BundleCatalog: Sendable {
                     bundleIdentifier: id, containerBundleIdentifier: appID, displayName: displayName, iconPath: iconPath,
                     preferredHeight: height, marginInsets: insets, updateInterval: UInt32(interval), groups: groups, path: appex,
                     executable: providerExecutable, updateTimeout: UInt32(timeout), memoryLimit: UInt64(memory),
-                    providerBusName: busName, timeline: timeline))
+                    providerBusName: busName, timeline: timeline, networkClient: entitlements.networkClient))
         }
         let app = AppManifest(
             bundleIdentifier: appID, path: app, displayName: appName, executable: appExecutable, urlSchemes: schemes,
@@ -429,12 +436,21 @@ public struct BundleCatalog: Sendable {
 
     /// The app groups a bundle's entitlements name (SPEC section 3):
     /// `Entitlements.plist`, or else a single `*.entitlements` file.
-    static func entitledGroups(_ bundle: String) throws -> [String] {
+    static func entitledGroups(_ bundle: String) throws -> [String] { try entitlements(bundle).groups }
+
+    /// What a bundle's entitlements grant: app groups, and the network
+    /// (`com.apple.security.network.client`, which the sandbox honours).
+    struct Entitlements {
+        var groups: [String] = []
+        var networkClient = false
+    }
+
+    static func entitlements(_ bundle: String) throws -> Entitlements {
         var path = bundle + "/Entitlements.plist"
         let names = FileSystem.entries(bundle)
         if !names.contains("Entitlements.plist") {
             let candidates = names.filter { $0.hasSuffix(".entitlements") }.sorted()
-            guard !candidates.isEmpty else { return [] }
+            guard !candidates.isEmpty else { return Entitlements() }
             guard candidates.count == 1 else {
                 throw BundleProblem(file: bundle, key: "-", message: "has \(candidates.count) *.entitlements files (\(candidates.joined(separator: ", "))); keep one, or name it Entitlements.plist")
             }
@@ -446,8 +462,13 @@ public struct BundleCatalog: Sendable {
         } catch {
             throw BundleProblem(file: path, key: "-", message: "not a readable property list (\(error)); fix or remove it")
         }
+        let network = "com.apple.security.network.client"
+        if let flag = value[network], flag.bool == nil {
+            throw BundleProblem(file: path, key: network, message: "must be <true/> or <false/>, not <\(flag.typeName)>")
+        }
+        let networkClient = value[network]?.bool ?? false
         let key = "com.apple.security.application-groups"
-        guard let entry = value[key] else { return [] }
+        guard let entry = value[key] else { return Entitlements(networkClient: networkClient) }
         guard let list = entry.array else {
             throw BundleProblem(file: path, key: key, message: "must be an <array> of <string> group ids, not <\(entry.typeName)>")
         }
@@ -458,6 +479,6 @@ public struct BundleCatalog: Sendable {
             }
             if !groups.contains(group) { groups.append(group) }
         }
-        return groups
+        return Entitlements(groups: groups, networkClient: networkClient)
     }
 }

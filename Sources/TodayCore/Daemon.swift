@@ -14,10 +14,11 @@ public enum Daemon {
         public var verbose = false
         public var privateBus = false
         public var printInterfaces = false
+        public var requireSandbox = false
     }
 
     public static let usage = """
-        usage: todayd [--address ADDR] [--bundles DIR]... [--replace] [--verbose] [--private-bus]
+        usage: todayd [--address ADDR] [--bundles DIR]... [--replace] [--verbose] [--private-bus] [--require-sandbox]
                todayd --print-interfaces
 
         Serves io.github.todayd.Today1 on the session bus (or ADDR).
@@ -26,6 +27,7 @@ public enum Daemon {
           --replace        take the name over from a running todayd
           --verbose        log every change
           --private-bus    start a dbus-daemon of its own, print DBUS_SESSION_BUS_ADDRESS=…, serve there
+          --require-sandbox  fail provider runs (no-sandbox) where bubblewrap cannot confine them
           --print-interfaces  print the introspection XML of every interface and exit
         """
 
@@ -51,6 +53,7 @@ public enum Daemon {
             case "--verbose": options.verbose = true
             case "--private-bus": options.privateBus = true
             case "--print-interfaces": options.printInterfaces = true
+            case "--require-sandbox": options.requireSandbox = true
             default: throw UsageError.bad("unknown argument '\(argument)'")
             }
         }
@@ -164,8 +167,14 @@ public enum Daemon {
         if !leftovers.isEmpty {
             log.info("removed \(leftovers.count) temporary files left by an interrupted write: \(leftovers.prefix(5).joined(separator: ", "))")
         }
+        let support = SandboxSupport.probe(path: (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init))
+        if case .unavailable(let reason) = support {
+            log.warning(
+                "providers run unconfined: \(reason)" + (options.requireSandbox ? "; with --require-sandbox their runs fail (no-sandbox)" : ""))
+        }
         let service = TodayService(
-            connection: connection, directories: directories, log: log, environment: environment, busAddress: address)
+            connection: connection, directories: directories, log: log, environment: environment, busAddress: address,
+            confinement: ProviderRun.Confinement(support: support, required: options.requireSandbox))
         let (events, continuation) = AsyncStream<Int32>.makeStream()
         // Watching starts before the first scan, so that a bundle installed
         // while todayd starts is seen either by the scan or by the watcher.

@@ -97,10 +97,12 @@ public struct ExecProvider: Sendable {
     let launch: (arguments: CStrings, environment: CStrings)
     /// The environment it runs with, for the launch of an action.
     let variables: [String: String]
+    /// The sandbox it runs in; nil: unconfined.
+    public let sandbox: SandboxPlan?
 
     public init(
         widgetID: String, executable: String, container: String, groupContainers: [(String, String)],
-        busAddress: String?, environment: [String: String], limits: ProviderLimits
+        busAddress: String?, environment: [String: String], limits: ProviderLimits, sandbox: SandboxPlan? = nil
     ) {
         self.widgetID = widgetID
         self.executable = executable
@@ -109,15 +111,29 @@ public struct ExecProvider: Sendable {
         self.busAddress = busAddress
         self.environment = environment
         self.limits = limits
+        self.sandbox = sandbox
         // What the provider sees: the session's environment, ours on top.
         var variables = environment
         variables["TODAY_WIDGET_ID"] = widgetID
         variables["TODAY_CONTAINER"] = container
         variables["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
         if let busAddress { variables["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
+        if sandbox != nil { variables["HOME"] = container }
         self.variables = variables
-        launch = (CStrings([executable, "perform-update"]), CStrings(variables.map { "\($0.key)=\($0.value)" }))
+        launch = (CStrings(Self.commandLine(executable, ["perform-update"], sandbox)), CStrings(variables.map { "\($0.key)=\($0.value)" }))
     }
+
+    /// The program started: bwrap, when the provider runs sandboxed.
+    var program: String { sandbox?.bwrap ?? executable }
+
+    /// The provider's command line, inside its sandbox when it has one.
+    static func commandLine(_ executable: String, _ arguments: [String], _ sandbox: SandboxPlan?) -> [String] {
+        guard let sandbox else { return [executable] + arguments }
+        return [sandbox.bwrap] + sandbox.arguments(command: [executable] + arguments)
+    }
+
+    /// What `perform-update` runs, for people to read (`run-provider --verbose`).
+    public var updateCommandLine: [String] { Self.commandLine(executable, ["perform-update"], sandbox) }
 
     /// What a provider pressed for an action runs with (SPEC section 10):
     /// `perform-action <id>`, TODAY_ACTION_ID and, for a toggle,
@@ -126,7 +142,7 @@ public struct ExecProvider: Sendable {
         var variables = variables
         variables["TODAY_ACTION_ID"] = action.id
         if let state = action.state { variables["TODAY_ACTION_STATE"] = state ? "true" : "false" }
-        return (CStrings([executable, "perform-action", action.id]), CStrings(variables.map { "\($0.key)=\($0.value)" }))
+        return (CStrings(Self.commandLine(executable, ["perform-action", action.id], sandbox)), CStrings(variables.map { "\($0.key)=\($0.value)" }))
     }
 
     /// Runs the provider on a thread of its own and returns what it gave.
@@ -161,7 +177,8 @@ public struct ExecProvider: Sendable {
         running.starting()
         do {
             let launch = action.map(actionLaunch) ?? launch
-            child = try SpawnedProcess(executable, arguments: launch.arguments, directory: container, environment: launch.environment)
+            child = try SpawnedProcess(program, arguments: launch.arguments, directory: container, environment: launch.environment)
+            child.confined = sandbox != nil
         } catch {
             running.started(nil, widgetID)
             log("cannot start \(executable): \(error)")
@@ -175,6 +192,8 @@ public struct ExecProvider: Sendable {
         switch collected.ending {
         case .killed(let reason): return .failed(reason)
         case .exited(0): return Self.parse(collected.output)
+        // bwrap exits with 128 + N when what it ran was ended by signal N.
+        case .exited(let code) where sandbox != nil && (129...192).contains(code): return .failed("signal \(code - 128)")
         case .exited(let code): return .failed("exit \(code)")
         case .signaled(let number): return .failed("signal \(number)")
         }

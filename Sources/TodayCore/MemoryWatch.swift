@@ -99,6 +99,17 @@ final class MemoryWatch: Sendable {
         return total
     }
 
+    /// Every process below `root` (not `root` itself), at most 4096.
+    static func descendants(of root: pid_t) -> [pid_t] {
+        var found: [pid_t] = []
+        var pending = children(of: root)
+        while let pid = pending.popLast(), found.count < 4096 {
+            found.append(pid)
+            pending += children(of: pid)
+        }
+        return found
+    }
+
     /// The children of a process, from /proc/<pid>/task/<tid>/children.
     static func children(of pid: pid_t) -> [pid_t] {
         guard let folder = opendir("/proc/\(pid)/task") else { return [] }

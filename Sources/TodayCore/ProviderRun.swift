@@ -6,13 +6,32 @@ import PropertyList
 public enum ProviderRun {
     public struct Problem: Error, CustomStringConvertible {
         public var description: String
+        /// What LastFailure says: `no-provider`, or `no-sandbox`.
+        public var failure = "no-provider"
+    }
+
+    /// How providers are confined (SPEC section 11): what the machine
+    /// allows, and whether a run without a sandbox is refused.
+    public struct Confinement: Sendable, Equatable {
+        public var support: SandboxSupport
+        public var required: Bool
+
+        public init(support: SandboxSupport, required: Bool = false) {
+            self.support = support
+            self.required = required
+        }
+
+        public static let none = Confinement(support: .unavailable(reason: "not asked for"))
+
+        public var sandboxed: Bool { if case .available = support { true } else { false } }
     }
 
     /// The exec provider of `manifest`: its executable checked again (the
     /// bundle may have changed since the scan), its container, groups and
     /// limits.
     public static func execProvider(
-        _ manifest: WidgetManifest, directories: Directories, environment: [String: String], busAddress: String?
+        _ manifest: WidgetManifest, directories: Directories, environment: [String: String], busAddress: String?,
+        confinement: Confinement = .none
     ) -> Result<ExecProvider, Problem> {
         guard let declared = manifest.executable else {
             return .failure(Problem(description: "the manifest names no CFBundleExecutable and no TodayProviderBusName"))
@@ -25,19 +44,38 @@ public enum ProviderRun {
         var limits = ProviderLimits()
         limits.timeout = .seconds(Int(manifest.updateTimeout))
         limits.memory = manifest.memoryLimit
+        let container = directories.container(of: manifest.bundleIdentifier)
+        let groups = manifest.groups.map { ($0, directories.groupsFolder + "/" + $0) }
+        var sandbox: SandboxPlan?
+        switch confinement.support {
+        case .available(let bwrap):
+            sandbox = SandboxPlan(
+                bwrap: bwrap, appFolder: manifest.appPath, container: container, groupContainers: groups.map(\.1),
+                network: manifest.networkClient, busAddress: busAddress, libraryFolders: SandboxPlan.libraryFolders(of: executable))
+        case .unavailable(let reason):
+            if confinement.required {
+                return .failure(Problem(description: "todayd --require-sandbox, and \(reason)", failure: "no-sandbox"))
+            }
+        }
         return .success(
             ExecProvider(
-                widgetID: manifest.bundleIdentifier, executable: executable,
-                container: directories.container(of: manifest.bundleIdentifier),
-                groupContainers: manifest.groups.map { ($0, directories.groupsFolder + "/" + $0) },
-                busAddress: busAddress, environment: environment, limits: limits))
+                widgetID: manifest.bundleIdentifier, executable: executable, container: container, groupContainers: groups,
+                busAddress: busAddress, environment: environment, limits: limits, sandbox: sandbox))
+    }
+
+    /// A word as a shell would need it written, for people to read.
+    static func quoted(_ word: String) -> String {
+        if !word.isEmpty, word.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || "0123456789-_./=:,+@%".unicodeScalars.contains($0)) }) {
+            return word
+        }
+        return "'" + word.replacingScalars("'", with: "'\\''") + "'"
     }
 
     /// One run outside todayd: the previous snapshot from todayd's cache,
     /// the same environment and limits; nothing is stored.
     public static func once(
-        _ manifest: WidgetManifest, directories: Directories, environment: [String: String],
-        log: @escaping @Sendable (String) -> Void
+        _ manifest: WidgetManifest, directories: Directories, environment: [String: String], confinement: Confinement = .none,
+        verbose: Bool = false, log: @escaping @Sendable (String) -> Void
     ) async -> ProviderOutcome {
         let previous = WidgetStore(directories: directories).snapshot(manifest.bundleIdentifier, problem: log)
         let address = environment["DBUS_SESSION_BUS_ADDRESS"]
@@ -50,11 +88,12 @@ public enum ProviderRun {
             return await BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline)
                 .run(previous: previous)
         }
-        switch execProvider(manifest, directories: directories, environment: environment, busAddress: address) {
+        switch execProvider(manifest, directories: directories, environment: environment, busAddress: address, confinement: confinement) {
         case .failure(let problem):
             log(problem.description)
-            return .failed("no-provider")
+            return .failed(problem.failure)
         case .success(let provider):
+            if verbose { log("runs: " + provider.updateCommandLine.map(Self.quoted).joined(separator: " ")) }
             for (_, path) in provider.groupContainers { try? DurableFile.makeFolder(path) }
             return await provider.run(previous: previous, running: RunningProviders(), log: log)
         }

@@ -23,6 +23,8 @@ public final class TodayService: Sendable {
     /// The session's environment, which providers inherit.
     let environment: [String: String]
     let busAddress: String?
+    /// How exec providers are confined.
+    let confinement: ProviderRun.Confinement
     /// The clock; tests pass their own.
     let now: @Sendable () -> Date
     private let center: ExportedInterface
@@ -66,6 +68,10 @@ public final class TodayService: Sendable {
             /// The exec provider made from `manifest`, once it has run.
             var provider: Result<ExecProvider, ProviderRun.Problem>?
 
+            /// Whether its provider runs confined: an exec provider where
+            /// the sandbox is available (D-Bus providers are started by the bus).
+            var sandboxed = false
+
             /// What the current entry shows.
             var snapshot: PlistDictionary { timeline.snapshot }
 
@@ -89,8 +95,10 @@ public final class TodayService: Sendable {
 
     public init(
         connection: Connection, directories: Directories, log: Logger, environment: [String: String] = [:],
-        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: @escaping @Sendable () -> Date = { Date() }
+        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: @escaping @Sendable () -> Date = { Date() },
+        confinement: ProviderRun.Confinement = .none
     ) {
+        self.confinement = confinement
         self.connection = connection
         self.directories = directories
         self.log = log
@@ -264,6 +272,7 @@ public final class TodayService: Sendable {
                     let differs = existing.data.withLock { data in
                         guard data.manifest != manifest else { return false }
                         data.manifest = manifest
+                        data.sandboxed = manifest.providerBusName == nil && confinement.sandboxed
                         data.provider = nil
                         data.record.schedule.plan(at: now, reload: data.reload, hasContent: data.record.hasContent, outcome: nil, scheduled: false)
                         return true
@@ -274,6 +283,7 @@ public final class TodayService: Sendable {
                     let shownSince = Date(timeIntervalSince1970: TimeInterval(record.lastUpdated / 1_000_000))
                     let timeline = store.timeline(id, shownSince: shownSince, at: now) { log.warning($0) }
                     var data = Widget.Data(manifest: manifest, record: record, timeline: timeline)
+                    data.sandboxed = manifest.providerBusName == nil && confinement.sandboxed
                     data.record.schedule.plan(at: now, reload: data.reload, hasContent: record.hasContent, outcome: nil, scheduled: false)
                     let object = ExportedInterface(
                         Today.widget, properties: Self.properties(of: data, at: now),
@@ -344,7 +354,7 @@ public final class TodayService: Sendable {
             "NextEntryDate": .uint64(data.timeline.nextDate.map(ValueMapping.microseconds) ?? 0),
             "Relevance": .double(data.timeline.current?.relevance ?? 0),
             "ReloadPolicy": .string(data.timeline.policy.name),
-            "Sandboxed": .boolean(false),
+            "Sandboxed": .boolean(data.sandboxed),
             "LastResult": .string(record.lastResult),
             "LastFailure": .string(record.lastFailure),
             "LastUpdated": .uint64(record.lastUpdated),
@@ -645,11 +655,13 @@ public final class TodayService: Sendable {
             // bundle's links say later.
             let kept = widget.data.withLock { $0.provider }
             let prepared =
-                kept ?? ProviderRun.execProvider(manifest, directories: directories, environment: environment, busAddress: busAddress)
+                kept
+                ?? ProviderRun.execProvider(
+                    manifest, directories: directories, environment: environment, busAddress: busAddress, confinement: confinement)
             switch prepared {
             case .failure(let problem):
                 log.warning("\(id): \(problem)")
-                done(.failed("no-provider"))
+                done(.failed(problem.failure))
             case .success(let provider):
                 groups.prepareContainers(manifest.groups)
                 let outcome = provider.runBlocking(previous: previous, action: action, running: providers) { [log] line in

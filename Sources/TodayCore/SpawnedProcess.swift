@@ -10,6 +10,11 @@ import Glibc
 /// no other descriptor.
 struct SpawnedProcess {
     let pid: pid_t
+    /// The process is bwrap, and what it confines runs in a session of
+    /// its own: SIGTERM goes to the processes inside (bwrap would end at
+    /// once and take them with it, leaving them no grace); SIGKILL to bwrap
+    /// ends all of it.
+    var confined = false
     private(set) var stdin: Int32
     private(set) var stdout: Int32
     private(set) var stderr: Int32
@@ -153,7 +158,11 @@ struct SpawnedProcess {
 
         func stop(_ why: String, signal: Int32) {
             if reason == nil { reason = why }
-            kill(-pid, signal)
+            if confined && signal == SIGTERM {
+                for inside in MemoryWatch.descendants(of: pid) { kill(inside, SIGTERM) }
+            } else {
+                kill(-pid, signal)
+            }
             if signal == SIGTERM, killAt == nil { killAt = .now + limits.grace }
             if signal == SIGKILL { killAt = .now }
         }

@@ -457,6 +457,8 @@ func plist(_ arguments: [String], json: Bool) throws {
 func runProvider(_ arguments: [String], json: Bool) async throws {
     var arguments = arguments
     var folders: [String] = []
+    let verbose = arguments.contains("--verbose")
+    arguments.removeAll { $0 == "--verbose" }
     while let index = arguments.firstIndex(of: "--bundles") {
         guard index + 1 < arguments.count else { throw Failure.usage("--bundles needs a folder") }
         folders.append(URL(fileURLWithPath: arguments[index + 1]).standardizedFileURL.path)
@@ -472,7 +474,10 @@ func runProvider(_ arguments: [String], json: Bool) async throws {
         let hint = problems.isEmpty ? "" : "; \(problems.map(\.description).joined(separator: "; "))"
         throw Failure.refused("no widget '\(id)' in \(directories.bundleFolders.joined(separator: ", "))\(hint)")
     }
-    let outcome = await ProviderRun.once(manifest, directories: directories, environment: environment) { line in
+    let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+    let confinement = ProviderRun.Confinement(support: SandboxSupport.probe(path: path))
+    if verbose, case .unavailable(let reason) = confinement.support { Out.error("\(id): runs unconfined: \(reason)\n") }
+    let outcome = await ProviderRun.once(manifest, directories: directories, environment: environment, confinement: confinement, verbose: verbose) { line in
         Out.error("\(id): \(line)\n")
     }
     var answer: PlistDictionary = ["result": .string(outcome.result)]

@@ -20,7 +20,8 @@ let commands: [(name: String, usage: String, summary: String)] = [
     ("watch", "watch", "print changes as they happen, until interrupted"),
     ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),
     ("plist", "plist FILE|- [--to xml|binary|json]", "print a property list (XML by default; - reads standard input)"),
-    ("run-provider", "run-provider WIDGET [--bundles DIR]…", "run a widget's provider once, outside todayd, with the same limits"),
+    ("run-provider", "run-provider WIDGET [--bundles DIR]… [--verbose]",
+     "run a widget's provider once, outside todayd, with the same limits and sandbox (--verbose: its command line)"),
 ]
 
 let usage = """

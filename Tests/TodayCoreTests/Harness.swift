@@ -22,12 +22,14 @@ final class TodayDaemon: @unchecked Sendable {
     let log = Pipe()
 
     /// Starts todayd on a bus of its own, or on the bus at `address`.
-    init(bundles: [String], home: URL? = nil, extra: [String] = [], address: String? = nil) throws {
+    init(bundles: [String], home: URL? = nil, extra: [String] = [], address: String? = nil, path: String? = nil) throws {
         self.home = try home ?? temporaryDirectory("todayd")
         process.executableURL = URL(fileURLWithPath: Paths.todayd)
         let bus = address.map { ["--address", $0] } ?? ["--private-bus"]
         process.arguments = bus + ["--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
-        process.environment = Self.environment(home: self.home)
+        var environment = Self.environment(home: self.home)
+        if let path { environment["PATH"] = path }
+        process.environment = environment
         let output = Pipe()
         process.standardOutput = output
         process.standardError = log
