@@ -2,6 +2,7 @@
 #include "csystem.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -176,4 +177,8 @@ int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char 
     }
     *pid = started;
     return 0;
+}
+
+int today_rename_exchange(int folder, const char *a, const char *b) {
+    return renameat2(folder, a, folder, b, RENAME_EXCHANGE) == 0 ? 0 : errno;
 }

@@ -46,6 +46,9 @@ public struct WidgetManifest: Sendable, Equatable {
     /// its sandbox keeps the network.
     public var networkClient = false
 
+    /// Every localization of the display name, by language tag.
+    public var localizedDisplayNames: [String: String] = [:]
+
     /// The container app's folder (the `.app` that holds `path`).
     public var appPath: String { PathText.parent(of: PathText.parent(of: path)) }
 
@@ -80,6 +83,9 @@ public struct BundleCatalog: Sendable {
 
     /// Scans `folders` in precedence order; the first folder holding a
     /// bundle id wins.
+    /// todayd's own languages, as gettext picks them (SPEC section 12).
+    static let languages = Localization.preferredLanguages(ProcessInfo.processInfo.environment)
+
     public static func scan(_ folders: [String]) -> BundleCatalog {
         var catalog = BundleCatalog()
         let apps = folders.flatMap(appBundles(in:))
@@ -231,13 +237,16 @@ public struct BundleCatalog: Sendable {
                 throw BundleProblem(file: path, key: prefix + "TodayProviderBusName", message: "'\(busName)' is not a well-known D-Bus name such as org.example.App.Provider")
             }
             let timeline = try boolean(attributes, "TodayTimeline", in: path, prefix: prefix) ?? false
-            let displayName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id
+            let baseName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id
+            let localizedNames = try Localization.displayNames(of: appex)
+            let displayName = Localization.choose(localizedNames, for: languages) ?? baseName
             widgets.append(
                 WidgetManifest(
                     bundleIdentifier: id, containerBundleIdentifier: appID, displayName: displayName, iconPath: iconPath,
                     preferredHeight: height, marginInsets: insets, updateInterval: UInt32(interval), groups: groups, path: appex,
                     executable: providerExecutable, updateTimeout: UInt32(timeout), memoryLimit: UInt64(memory),
-                    providerBusName: busName, timeline: timeline, networkClient: entitlements.networkClient))
+                    providerBusName: busName, timeline: timeline, networkClient: entitlements.networkClient,
+                    localizedDisplayNames: localizedNames))
         }
         let app = AppManifest(
             bundleIdentifier: appID, path: app, displayName: appName, executable: appExecutable, urlSchemes: schemes,

@@ -96,7 +96,10 @@ public enum Today {
         properties: [
             Property("BundleIdentifier", "s", changeSignal: .const),
             Property("ContainerBundleIdentifier", "s", changeSignal: .const),
-            Property("DisplayName", "s", doc: "CFBundleDisplayName, else CFBundleName, else the id."),
+            Property("DisplayName", "s", doc: "CFBundleDisplayName, else CFBundleName, else the id; localized for todayd's locale."),
+            Property(
+                "LocalizedDisplayNames", "a{ss}",
+                doc: "Every localization of DisplayName, by language tag, from the widget's <lang>.lproj/InfoPlist.strings."),
             Property("IconPath", "s", doc: "The container app's CFBundleIconFile, absolute; empty when none."),
             Property("HasContent", "b", doc: "The last SetHasContent; true for a widget never told otherwise."),
             Property("PreferredHeight", "d", doc: "preferredContentSize.height; 0: the applet decides."),

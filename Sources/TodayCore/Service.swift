@@ -345,6 +345,9 @@ public final class TodayService: Sendable {
             "BundleIdentifier": .string(manifest.bundleIdentifier),
             "ContainerBundleIdentifier": .string(manifest.containerBundleIdentifier),
             "DisplayName": .string(manifest.displayName),
+            "LocalizedDisplayNames": .dictionary(
+                key: .string, value: .string,
+                manifest.localizedDisplayNames.sorted { $0.key < $1.key }.map { DictionaryEntry(.string($0.key), .string($0.value)) }),
             "IconPath": .string(manifest.iconPath),
             "HasContent": .boolean(record.hasContent),
             "PreferredHeight": .double(manifest.preferredHeight),

@@ -9,6 +9,7 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
     case "lint": try lint(arguments, json: json)
     case "plist": try plist(arguments, json: json)
     case "run-provider": try await runProvider(arguments, json: json)
+    case "install", "uninstall": try installOrUninstall(name, arguments, json: json)
     default:
         let client = try Client(address: address)
         defer { client.close() }
@@ -449,6 +450,34 @@ func plist(_ arguments: [String], json: Bool) throws {
         }
     } catch {
         throw Failure.refused("\(name): \(error)")
+    }
+}
+
+// MARK: Installing
+
+func installOrUninstall(_ name: String, _ arguments: [String], json: Bool) throws {
+    var arguments = arguments
+    var folder: String?
+    if let index = arguments.firstIndex(of: "--dir") {
+        guard index + 1 < arguments.count else { throw Failure.usage("--dir needs a bundle folder") }
+        folder = URL(fileURLWithPath: arguments[index + 1]).standardizedFileURL.path
+        arguments.removeSubrange(index...index + 1)
+    }
+    guard arguments.count == 1, !arguments[0].hasPrefix("-") else {
+        throw Failure.usage(name == "install" ? "install PATH.app [--dir DIR]" : "uninstall BUNDLE_ID [--dir DIR]")
+    }
+    let directories = Directories(environment: ProcessInfo.processInfo.environment, extraBundleFolders: folder.map { [$0] } ?? [])
+    let installer = BundleInstaller(directories: directories, folder: folder)
+    do {
+        if name == "install" {
+            let path = try installer.install(URL(fileURLWithPath: arguments[0]).standardizedFileURL.path)
+            if json { Out.json(.dictionary(["installed": .string(path)])) } else { Out.line("installed \(path)") }
+        } else {
+            let path = try installer.uninstall(arguments[0])
+            if json { Out.json(.dictionary(["removed": .string(path)])) } else { Out.line("removed \(path)") }
+        }
+    } catch let failure as BundleInstaller.Failure {
+        throw Failure.refused(failure.description)
     }
 }
 

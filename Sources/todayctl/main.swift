@@ -18,6 +18,8 @@ let commands: [(name: String, usage: String, summary: String)] = [
     ("bar", "bar [WIDGET…] --format waybar|i3bar|polybar|genmon [--once]",
      "the widgets as a bar module: a line per change (genmon: once), clicks call Activate"),
     ("watch", "watch", "print changes as they happen, until interrupted"),
+    ("install", "install PATH.app [--dir DIR]", "check a bundle as lint does and install it whole (replacing one of the same id)"),
+    ("uninstall", "uninstall BUNDLE_ID [--dir DIR]", "remove an installed bundle"),
     ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),
     ("plist", "plist FILE|- [--to xml|binary|json]", "print a property list (XML by default; - reads standard input)"),
     ("run-provider", "run-provider WIDGET [--bundles DIR]… [--verbose]",

@@ -22,13 +22,17 @@ final class TodayDaemon: @unchecked Sendable {
     let log = Pipe()
 
     /// Starts todayd on a bus of its own, or on the bus at `address`.
-    init(bundles: [String], home: URL? = nil, extra: [String] = [], address: String? = nil, path: String? = nil) throws {
+    init(
+        bundles: [String], home: URL? = nil, extra: [String] = [], address: String? = nil, path: String? = nil,
+        environment more: [String: String] = [:]
+    ) throws {
         self.home = try home ?? temporaryDirectory("todayd")
         process.executableURL = URL(fileURLWithPath: Paths.todayd)
         let bus = address.map { ["--address", $0] } ?? ["--private-bus"]
         process.arguments = bus + ["--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
         var environment = Self.environment(home: self.home)
         if let path { environment["PATH"] = path }
+        environment.merge(more) { _, given in given }
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output

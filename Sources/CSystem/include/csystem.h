@@ -42,4 +42,9 @@ void today_malloc_map_large_blocks(int bytes);
 int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3],
                          const char *directory, int nice);
 
+/// Swaps the entries `a` and `b` of the open folder `folder` in one step
+/// (renameat2 with RENAME_EXCHANGE): whoever looks sees the one or the
+/// other, never neither. 0 or the errno.
+int today_rename_exchange(int folder, const char *a, const char *b);
+
 #endif

@@ -1,0 +1,147 @@
+import CSystem
+import FoundationEssentials
+import Glibc
+
+/// `todayctl install` and `uninstall` (SPEC section 12): a bundle checked
+/// as `lint` checks it, copied whole beside its place, then moved in with
+/// one rename (or swapped with the bundle it replaces), so todayd, which
+/// rescans on every change, only ever sees the whole old or the whole new
+/// bundle.
+public struct BundleInstaller: Sendable {
+    public let directories: Directories
+    /// The folder installed into: the highest-precedence one unless given.
+    public let folder: String
+
+    public init(directories: Directories, folder: String? = nil) {
+        self.directories = directories
+        self.folder = folder ?? directories.bundleFolders[0]
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Installs the `.app` at `source`; returns the path it now has.
+    public func install(_ source: String) throws -> String {
+        let source = source.hasSuffix("/") ? String(source.dropLast()) : source
+        guard source.hasSuffix(".app"), FileSystem.isDirectory(source) else {
+            throw Failure(description: "\(source) is not a .app bundle folder")
+        }
+        let (_, problems) = BundleCatalog.lint([source])
+        guard problems.isEmpty else {
+            throw Failure(description: "not installed: \(problems.count) problem\(problems.count == 1 ? "" : "s") (`todayctl lint \(source)` shows them):\n" + problems.map(\.description).joined(separator: "\n"))
+        }
+        let info = try BundleCatalog.infoPlist(source)
+        let id = try BundleCatalog.bundleID(info, in: source + "/Info.plist")
+        // A bundle of this id in a folder that comes first would win anyway.
+        for other in directories.bundleFolders.prefix(while: { $0 != folder }) {
+            if let shadow = Self.bundle(id, in: other) {
+                throw Failure(description: "not installed: \(shadow) has the same id (\(id)) in a folder that comes first, and would be the one todayd uses; uninstall it first, or install with --dir \(other)")
+            }
+        }
+        try DurableFile.makeFolder(folder)
+        let existing = Self.bundle(id, in: folder)
+        let name = existing.map(PathText.lastComponent) ?? PathText.lastComponent(of: source)
+        let staging = ".\(name).installing.\(getpid())"
+        let stagingPath = folder + "/" + staging
+        try? removeTree(stagingPath)
+        do {
+            try copyTree(source, to: stagingPath)
+        } catch {
+            try? removeTree(stagingPath)
+            throw Failure(description: "cannot copy \(source) into \(folder): \(error)")
+        }
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(description: "cannot open \(folder): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        if existing != nil {
+            let status = today_rename_exchange(fd, staging, name)
+            guard status == 0 else {
+                try? removeTree(stagingPath)
+                throw Failure(description: "cannot replace \(folder)/\(name): \(String(cString: strerror(status)))")
+            }
+            // The old bundle is now at the staging name, out of todayd's sight.
+            try? removeTree(stagingPath)
+        } else {
+            guard renameat(fd, staging, fd, name) == 0 else {
+                let code = errno
+                try? removeTree(stagingPath)
+                throw Failure(description: "cannot move the bundle into \(folder): \(String(cString: strerror(code)))")
+            }
+        }
+        fsync(fd)
+        return folder + "/" + name
+    }
+
+    /// Removes the bundle with `id` from the folder; returns its old path.
+    public func uninstall(_ id: String) throws -> String {
+        guard let path = Self.bundle(id, in: folder) else {
+            let elsewhere = directories.bundleFolders.compactMap { Self.bundle(id, in: $0) }
+            throw Failure(description: "no bundle \(id) in \(folder)" + (elsewhere.isEmpty ? "" : "; it is installed at \(elsewhere.joined(separator: ", ")) (use --dir)"))
+        }
+        // Out of sight in one rename, then removed.
+        let hidden = folder + "/.\(PathText.lastComponent(of: path)).removing.\(getpid())"
+        guard rename(path, hidden) == 0 else { throw Failure(description: "cannot remove \(path): \(String(cString: strerror(errno)))") }
+        try removeTree(hidden)
+        DurableFile.syncFolder(folder)
+        return path
+    }
+
+    /// The `.app` in `folder` whose Info.plist has `id`.
+    static func bundle(_ id: String, in folder: String) -> String? {
+        for app in BundleCatalog.appBundles(in: folder) {
+            if let info = try? BundleCatalog.infoPlist(app), info["CFBundleIdentifier"]?.string == id { return app }
+        }
+        return nil
+    }
+
+    /// Copies a folder tree: files with their modes, symlinks as links.
+    func copyTree(_ source: String, to target: String) throws {
+        var info = stat()
+        guard lstat(source, &info) == 0 else { throw Failure(description: "cannot read \(source)") }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR:
+            guard mkdir(target, 0o755) == 0 else { throw Failure(description: "cannot create \(target): \(String(cString: strerror(errno)))") }
+            for name in FileSystem.entries(source) { try copyTree(source + "/" + name, to: target + "/" + name) }
+            chmod(target, info.st_mode & 0o7777)
+        case S_IFLNK:
+            guard let link = SandboxPlan.symlink(source), symlink(link, target) == 0 else { throw Failure(description: "cannot copy the link \(source)") }
+        case S_IFREG:
+            let input = open(source, O_RDONLY | O_CLOEXEC)
+            guard input >= 0 else { throw Failure(description: "cannot read \(source)") }
+            defer { close(input) }
+            let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, info.st_mode & 0o777)
+            guard output >= 0 else { throw Failure(description: "cannot create \(target): \(String(cString: strerror(errno)))") }
+            defer { close(output) }
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = read(input, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw Failure(description: "cannot read \(source)") }
+                if count == 0 { break }
+                var written = 0
+                while written < count {
+                    let n = buffer.withUnsafeBytes { write(output, $0.baseAddress.map { $0 + written }, count - written) }
+                    if n < 0 && errno == EINTR { continue }
+                    guard n > 0 else { throw Failure(description: "cannot write \(target): \(String(cString: strerror(errno)))") }
+                    written += n
+                }
+            }
+            guard fsync(output) == 0 else { throw Failure(description: "cannot write \(target): \(String(cString: strerror(errno)))") }
+            fchmod(output, info.st_mode & 0o7777)
+        default:
+            throw Failure(description: "\(source) is neither a file, a folder nor a link")
+        }
+    }
+
+    func removeTree(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            for name in FileSystem.entries(path) { try removeTree(path + "/" + name) }
+            guard rmdir(path) == 0 else { throw Failure(description: "cannot remove \(path): \(String(cString: strerror(errno)))") }
+        } else {
+            guard unlink(path) == 0 else { throw Failure(description: "cannot remove \(path): \(String(cString: strerror(errno)))") }
+        }
+    }
+}

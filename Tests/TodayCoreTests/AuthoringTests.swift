@@ -1,0 +1,144 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// What widget authors use (SPEC section 12): `.strings` files and
+/// localized names, and `todayctl install` and `uninstall`.
+@Suite struct AuthoringTests {
+    static let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+
+    @Test func stringsFiles() throws {
+        let text = """
+            /* A comment,
+               over lines */
+            "CFBundleDisplayName" = "Caf\\u00E9 \\"Noir\\"";   // after an entry
+            CFBundleName = Bare.Word-1;
+            "tabs" = "a\\tb\\nc\\\\";
+            "CFBundleName" = "again";
+            "alone";
+            """
+        let entries = try StringsFile.read(Data(text.utf8))
+        #expect(entries.map(\.key) == ["CFBundleDisplayName", "CFBundleName", "tabs", "alone"])
+        #expect(entries.map(\.value) == ["Café \"Noir\"", "again", "a\tb\nc\\", "alone"])
+        // UTF-16 with a byte-order mark, either order; UTF-8 with or without one.
+        for encoding in [String.Encoding.utf16LittleEndian, .utf16BigEndian] {
+            var data = Data(encoding == .utf16LittleEndian ? [0xFF, 0xFE] : [0xFE, 0xFF])
+            data.append(try #require("\"k\" = \"नमस्ते\";".data(using: encoding)))
+            #expect(try StringsFile.read(data).first?.value == "नमस्ते")
+        }
+        #expect(try StringsFile.read(Data([0xEF, 0xBB, 0xBF] + Array("k = v;".utf8))).first?.value == "v")
+        // Errors name the line.
+        let bad: [(String, String)] = [
+            ("\"a\" = \"b\";\n\"c\" = \"d\"\n", "line 3: expected ';' after the entry for \"c\""),
+            ("\"a\" = \"b;\n", "line 1: a string opened here is never closed"),
+            ("/* open\n\n", "line 1: a comment opened here is never closed"),
+            ("\n\n\"a\" = = \"b\";", "line 3: unexpected '='"),
+            ("\"a\" = \"\\U12\";", "line 1: \\U needs four hexadecimal digits"),
+        ]
+        for (text, message) in bad {
+            #expect { try StringsFile.read(Data(text.utf8)) } throws: { "\($0)".hasPrefix(message) }
+        }
+        #expect(throws: PlistError.self) { try StringsFile.read(Data([0xC3, 0x28])) }
+    }
+
+    @Test func languagesAsGettextChooses() {
+        #expect(Localization.preferredLanguages(["LANG": "pt_BR.UTF-8"]) == ["pt_BR", "pt"])
+        #expect(Localization.preferredLanguages(["LANGUAGE": "de:fr_CA", "LANG": "en_US.UTF-8"]) == ["de", "fr_CA", "fr", "en_US", "en"])
+        #expect(Localization.preferredLanguages(["LC_ALL": "sr_RS@latin", "LC_MESSAGES": "de_DE", "LANG": "fr"]) == ["sr_RS", "sr"])
+        #expect(Localization.preferredLanguages(["LC_MESSAGES": "hi_IN.UTF-8", "LANG": "fr"]) == ["hi_IN", "hi"])
+        // LANGUAGE counts only with a locale other than C.
+        #expect(Localization.preferredLanguages(["LANGUAGE": "de", "LANG": "C.UTF-8"]) == [])
+        #expect(Localization.preferredLanguages([:]) == [])
+        #expect(Localization.choose(["pt": "Tráfego", "de": "Verkehr"], for: ["pt_BR", "pt"]) == "Tráfego")
+    }
+
+    @Test func theTrafficExampleIsLocalized() async throws {
+        for (environment, expected) in [(["LANG": "hi_IN.UTF-8"], "यातायात"), (["LANGUAGE": "de", "LANG": "en_US.UTF-8"], "Verkehr"), ([:], "Traffic")] {
+            let daemon = try TodayDaemon(bundles: [Paths.examples], environment: environment)
+            let client = try await daemon.ready()
+            #expect(try await client.property("com.e-legion.Traffic.Widget", "DisplayName") == .string(expected), "\(environment)")
+            let names = try await client.property("com.e-legion.Traffic.Widget", "LocalizedDisplayNames")
+            #expect(names == .dictionary(key: .string, value: .string, [DictionaryEntry(.string("de"), .string("Verkehr")), DictionaryEntry(.string("hi"), .string("यातायात"))]))
+            client.close()
+            daemon.stop()
+        }
+        // lint names the line of a broken .strings file, and such a bundle is not loaded.
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Words", widgets: [.init(name: "W", script: "exit 0")])
+        let lproj = bundles.url.appendingPathComponent("org.example.Words.app/PlugIns/W.appex/fr.lproj")
+        try FileManager.default.createDirectory(at: lproj, withIntermediateDirectories: true)
+        try Data("\"CFBundleDisplayName\" = \"Mots\";\n\"CFBundleName\" = \"x\"\n".utf8).write(to: lproj.appendingPathComponent("InfoPlist.strings"))
+        let lint = try await run([Self.todayctl, "lint", bundles.path])
+        #expect(lint.status == 1)
+        #expect(lint.output.contains("fr.lproj/InfoPlist.strings: -: not a readable .strings file (line 3: expected ';' after the entry for \"CFBundleName\")"), "\(lint.output)")
+    }
+
+    @Test func installAndUninstall() async throws {
+        let staging = try BundleFolder()
+        defer { staging.remove() }
+        try staging.addApp("org.example.Inst", name: "Inst", version: "1", widgets: [.init(name: "W", script: #"cat >/dev/null; echo '{"result": "new-data", "snapshot": {"title": "v1"}}'"#)])
+        let home = try temporaryDirectory("install")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = TodayDaemon.environment(home: home)
+        func todayctl(_ arguments: [String]) async throws -> (status: Int32, output: String, error: String) {
+            try await run(["env"] + environment.map { "\($0.key)=\($0.value)" } + [Self.todayctl] + arguments)
+        }
+        let daemon = try TodayDaemon(bundles: [], home: home)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        func widgets() async throws -> [Value] { try await client.center("ListWidgets").body }
+        let path = Today.widgetPath("org.example.Inst.W")
+
+        let installed = try await todayctl(["install", staging.path + "/Inst.app"])
+        #expect(installed.status == 0, "\(installed.error)")
+        let target = home.path + "/data/todayd/bundles/Inst.app"
+        #expect(installed.output == "installed \(target)\n")
+        #expect(FileManager.default.isExecutableFile(atPath: target + "/PlugIns/W.appex/provider"))
+        #expect(try await eventually { try await widgets() == [.objectPaths([path])] })
+
+        // A new version replaces the old in one step: todayd never sees a
+        // half-copied bundle (every rescan meanwhile finds v1 or v2, whole).
+        try BundleRuleTests.writePlist(staging.url.appendingPathComponent("Inst.app/PlugIns/W.appex/Info.plist")) {
+            $0["CFBundleDisplayName"] = .string("Second")
+        }
+        let replaced = try await todayctl(["install", staging.path + "/Inst.app"])
+        #expect(replaced.status == 0, "\(replaced.error)")
+        #expect(try await eventually { try await client.property("org.example.Inst.W", "DisplayName") == .string("Second") })
+        #expect(FileSystem.entries(home.path + "/data/todayd/bundles") == ["Inst.app"], "no staging copy is left")
+
+        // A bundle that breaks a rule is refused, and nothing changes.
+        try BundleRuleTests.writePlist(staging.url.appendingPathComponent("Inst.app/PlugIns/W.appex/Info.plist")) {
+            $0["CFBundleVersion"] = .string("2")
+        }
+        let refused = try await todayctl(["install", staging.path + "/Inst.app"])
+        #expect(refused.status == 1)
+        #expect(refused.error.contains("not installed: 1 problem") && refused.error.contains("CFBundleVersion: must equal the container app's"), "\(refused.error)")
+        // One in a folder that comes first would win anyway: refused, saying so.
+        let lower = try temporaryDirectory("lower")
+        defer { try? FileManager.default.removeItem(at: lower) }
+        try BundleRuleTests.writePlist(staging.url.appendingPathComponent("Inst.app/PlugIns/W.appex/Info.plist")) {
+            $0["CFBundleVersion"] = .string("1")
+        }
+        let shadowed = try await todayctl(["install", staging.path + "/Inst.app", "--dir", lower.path])
+        #expect(shadowed.status == 1 && shadowed.error.contains("has the same id (org.example.Inst) in a folder that comes first"), "\(shadowed.error)")
+
+        let removed = try await todayctl(["uninstall", "org.example.Inst"])
+        #expect(removed.status == 0 && removed.output == "removed \(target)\n", "\(removed)")
+        #expect(try await eventually { try await widgets() == [.objectPaths([])] })
+        let again = try await todayctl(["uninstall", "org.example.Inst"])
+        #expect(again.status == 1 && again.error.contains("no bundle org.example.Inst in"), "\(again.error)")
+    }
+
+    func eventually(_ body: () async throws -> Bool) async throws -> Bool {
+        for _ in 0..<60 {
+            if try await body() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await body()
+    }
+}
