@@ -4,7 +4,7 @@ import Glibc
 /// files and cannot afford more than one system call per question.
 package enum FileSystem {
     /// The names in a folder, without `.` and `..`; empty when unreadable.
-    static func entries(_ folder: String) -> [String] {
+    package static func entries(_ folder: String) -> [String] {
         guard let stream = opendir(folder) else { return [] }
         defer { closedir(stream) }
         var names: [String] = []

@@ -10,6 +10,7 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
     case "plist": try plist(arguments, json: json)
     case "run-provider": try await runProvider(arguments, json: json)
     case "install", "uninstall": try installOrUninstall(name, arguments, json: json)
+    case "new": try newProject(arguments, json: json)
     default:
         let client = try Client(address: address)
         defer { client.close() }
@@ -450,6 +451,98 @@ func plist(_ arguments: [String], json: Bool) throws {
         }
     } catch {
         throw Failure.refused("\(name): \(error)")
+    }
+}
+
+// MARK: New projects
+
+/// The value after `flag`, taken out of the arguments.
+func take(_ flag: String, from arguments: inout [String]) throws -> String? {
+    guard let index = arguments.firstIndex(of: flag) else { return nil }
+    guard index + 1 < arguments.count else { throw Failure.usage("\(flag) needs a value") }
+    let value = arguments[index + 1]
+    arguments.removeSubrange(index...index + 1)
+    return value
+}
+
+/// The checkout this todayctl was built in (`<checkout>/.build/<config>/todayctl`), if any.
+func checkoutOfThisTodayctl() -> String? {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { return nil }
+    let exe = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    var folder = exe
+    for _ in 0..<4 {
+        folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
+        if FileManager.default.fileExists(atPath: folder + "/Sources/TodayKit") && FileManager.default.fileExists(atPath: folder + "/Package.swift") {
+            return folder
+        }
+    }
+    return nil
+}
+
+func newProject(_ arguments: [String], json: Bool) throws {
+    var arguments = arguments
+    let usage = "new app NAME --id ID [--group GROUP] [--scheme SCHEME] [--widget NAME] [--todaykit PATH|URL] [DIR] | new widget NAME --app DIR"
+    guard let kind = arguments.first, ["app", "widget"].contains(kind), arguments.count >= 2 else { throw Failure.usage(usage) }
+    arguments.removeFirst()
+    let name = arguments.removeFirst()
+    do {
+        if kind == "app" {
+            guard let id = try take("--id", from: &arguments) else { throw Failure.usage("new app needs --id, the app's bundle id (org.example.\(name))") }
+            let group = try take("--group", from: &arguments)
+            let scheme = try take("--scheme", from: &arguments)
+            let widget = try take("--widget", from: &arguments) ?? "Today"
+            guard let todayKit = try take("--todaykit", from: &arguments) ?? checkoutOfThisTodayctl() else {
+                throw Failure.usage("where is TodayKit? pass --todaykit with the path of a todayd checkout, or its git URL")
+            }
+            guard arguments.count <= 1, !(arguments.first?.hasPrefix("-") ?? false) else { throw Failure.usage(usage) }
+            let folder = URL(fileURLWithPath: arguments.first ?? name).standardizedFileURL.path
+            guard !FileManager.default.fileExists(atPath: folder) || (FileSystem.entries(folder).isEmpty) else {
+                throw Failure.refused("\(folder) exists and is not empty; give a new folder")
+            }
+            let template = try ProjectTemplate(name: name, id: id, group: group, scheme: scheme, todayKit: todayKit)
+            try write(try template.appFiles(widget: widget), into: folder)
+            if json {
+                Out.json(.dictionary(["created": .string(folder), "app": .string(id), "widget": .string(id + "." + widget)]))
+            } else {
+                Out.line("created \(folder): the app \(id) and its widget \(id).\(widget)")
+                Out.line("next: cd \(folder) && ./build-bundle && todayctl lint \(name).app && todayctl install \(name).app")
+            }
+        } else {
+            guard let folder = try take("--app", from: &arguments).map({ URL(fileURLWithPath: $0).standardizedFileURL.path }), arguments.isEmpty else {
+                throw Failure.usage(usage)
+            }
+            // What the app is, from its package and manifests.
+            let bundles = FileSystem.entries(folder + "/Bundle").filter { $0.hasSuffix(".app") }
+            guard bundles.count == 1 else { throw Failure.refused("\(folder)/Bundle holds no one .app: is \(folder) a project `todayctl new app` made?") }
+            let app = folder + "/Bundle/" + bundles[0]
+            let info = try Plist.read(contentsOf: app + "/Info.plist")
+            let package = try String(contentsOfFile: folder + "/Package.swift", encoding: .utf8)
+            guard let id = info["CFBundleIdentifier"]?.string, let appName = info["CFBundleName"]?.string,
+                let dependency = package.split(separator: "\n").first(where: { $0.contains(".package(") })
+            else { throw Failure.refused("\(folder) is not a project `todayctl new app` made (no CFBundleName or TodayKit dependency)") }
+            let todayKit = dependency.split(separator: "\"").dropFirst().first.map(String.init) ?? ""
+            let groups = try Plist.read(contentsOf: app + "/Entitlements.plist")["com.apple.security.application-groups"]?.array?.compactMap(\.string) ?? []
+            let scheme = info["CFBundleURLTypes"]?.array?.first?["CFBundleURLSchemes"]?.array?.first?.string
+            let template = try ProjectTemplate(name: appName, id: id, group: groups.first, scheme: scheme, todayKit: todayKit)
+            guard !FileManager.default.fileExists(atPath: app + "/PlugIns/\(name).appex") else { throw Failure.refused("the app already has a widget \(name)") }
+            let updated = try template.addingTarget(name, to: package)
+            try write(try template.widgetFiles(name), into: folder)
+            try Data(updated.utf8).write(to: URL(fileURLWithPath: folder + "/Package.swift"))
+            if json { Out.json(.dictionary(["widget": .string(id + "." + name)])) } else { Out.line("added the widget \(id).\(name) to \(folder)") }
+        }
+    } catch let failure as ProjectTemplate.Failure {
+        throw Failure.usage(failure.description)
+    }
+}
+
+func write(_ files: [(path: String, content: String, executable: Bool)], into folder: String) throws {
+    for file in files {
+        let path = folder + "/" + file.path
+        try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
+        try Data(file.content.utf8).write(to: URL(fileURLWithPath: path))
+        if file.executable { chmod(path, 0o755) }
     }
 }
 

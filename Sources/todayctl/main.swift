@@ -18,6 +18,8 @@ let commands: [(name: String, usage: String, summary: String)] = [
     ("bar", "bar [WIDGET…] --format waybar|i3bar|polybar|genmon [--once]",
      "the widgets as a bar module: a line per change (genmon: once), clicks call Activate"),
     ("watch", "watch", "print changes as they happen, until interrupted"),
+    ("new", "new app NAME --id ID [--group GROUP] [--scheme SCHEME] [--widget NAME] [--todaykit PATH|URL] [DIR] | new widget NAME --app DIR",
+     "a Swift package for a container app and its widget, written with TodayKit; or another widget for it"),
     ("install", "install PATH.app [--dir DIR]", "check a bundle as lint does and install it whole (replacing one of the same id)"),
     ("uninstall", "uninstall BUNDLE_ID [--dir DIR]", "remove an installed bundle"),
     ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),

@@ -142,3 +142,40 @@ import Testing
         return try await body()
     }
 }
+
+/// `todayctl new`: the package it writes, checked without building it (a
+/// build compiles TodayKit once more; `./build-bundle` in the new folder
+/// does that, as a user would).
+@Suite struct NewProjectTests {
+    @Test func newAppAndWidget() async throws {
+        let folder = try temporaryDirectory("new").appendingPathComponent("Weather")
+        defer { try? FileManager.default.removeItem(at: folder.deletingLastPathComponent()) }
+        let made = try await run([AuthoringTests.todayctl, "new", "app", "Weather", "--id", "org.example.Weather", "--scheme", "wx", folder.path])
+        #expect(made.status == 0, "\(made.error)")
+        let added = try await run([AuthoringTests.todayctl, "new", "widget", "Forecast", "--app", folder.path])
+        #expect(added.status == 0, "\(added.error)")
+        let package = try String(contentsOf: folder.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(package.contains(".package(path: \"\(Paths.root.path)\")"))
+        for target in ["Weather", "WeatherToday", "WeatherForecast"] { #expect(package.contains(".executableTarget(name: \"\(target)\"")) }
+        // The manifest is valid Swift to the package manager.
+        let dump = try await run(["swift", "package", "--package-path", folder.path, "dump-package"], timeout: 120)
+        #expect(dump.status == 0, "\(dump.error)")
+        // Both manifests agree on versions and the group; the widget opens the app's scheme.
+        let app = folder.appendingPathComponent("Bundle/Weather.app")
+        let widget = try Plist.read(contentsOf: app.appendingPathComponent("PlugIns/Forecast.appex/Info.plist").path)
+        #expect(widget["CFBundleIdentifier"] == .string("org.example.Weather.Forecast"))
+        #expect(try Plist.read(contentsOf: app.appendingPathComponent("PlugIns/Today.appex/Entitlements.plist").path)["com.apple.security.application-groups"] == .array([.string("group.org.example.Weather")]))
+        let source = try String(contentsOf: folder.appendingPathComponent("Sources/WeatherForecast/main.swift"), encoding: .utf8)
+        #expect(source.contains("import TodayKit") && source.contains("wx://forecast") && source.contains("struct Forecast: WidgetProviding"))
+        // With executables in place, the bundle passes lint.
+        try writeExecutable("#!/bin/sh\n", to: app.appendingPathComponent("Weather").path)
+        for widget in ["Today", "Forecast"] { try writeExecutable("#!/bin/sh\n", to: app.appendingPathComponent("PlugIns/\(widget).appex/Weather\(widget)").path) }
+        let lint = try await run([AuthoringTests.todayctl, "lint", app.path])
+        #expect(lint.status == 0 && lint.output == "1 bundle checked: no problems\n", "\(lint.output)")
+        // Bad input says what to do.
+        let bad = try await run([AuthoringTests.todayctl, "new", "app", "9lives", "--id", "x"])
+        #expect(bad.status == 2 && bad.error.contains("'9lives' is not a name"), "\(bad.error)")
+        let again = try await run([AuthoringTests.todayctl, "new", "widget", "Forecast", "--app", folder.path])
+        #expect(again.status == 1 && again.error.contains("already has a widget Forecast"), "\(again.error)")
+    }
+}
