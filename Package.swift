@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "todayd", targets: ["todayd"]),
         .executable(name: "todayctl", targets: ["todayctl"]),
+        .executable(name: "today-view", targets: ["today-view"]),
         .library(name: "TodayKit", targets: ["TodayKit"]),
     ],
     targets: [
@@ -19,6 +20,12 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
+        // The Today view only: todayd and todayctl never link GTK.
+        .systemLibrary(
+            name: "CGtk",
+            pkgConfig: "gtk4",
+            providers: [.apt(["libgtk-4-dev"])]
+        ),
         .target(name: "DBus", dependencies: ["CDBus"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         // The few libc calls that need _GNU_SOURCE.
@@ -27,6 +34,7 @@ let package = Package(
         .target(name: "TodayKit", dependencies: ["TodayCore", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "DBus", "PropertyList"]),
+        .executableTarget(name: "today-view", dependencies: ["CGtk", "TodayCore", "DBus"]),
         // The two tutorial apps and their widgets, built with TodayKit.
         .target(name: "AgostiniTechShared", path: "Examples/AgostiniTechShared"),
         .executableTarget(name: "agostini-tech", dependencies: ["TodayKit", "AgostiniTechShared"], path: "Examples/AgostiniTech"),

@@ -32,7 +32,7 @@ public enum Localization {
     }
 
     /// A folder's language as a tag: `pt-BR` and `pt_BR` are `pt_BR`.
-    static func tag(_ name: String) -> String { name.replacingScalars("-", with: "_") }
+    static func tag(_ name: String) -> String { String(name.map { $0 == "-" ? "_" : $0 }) }
 
     /// The languages to look for, most wanted first, as gettext takes them:
     /// the LANGUAGE list (unless the locale is C or POSIX), then the first

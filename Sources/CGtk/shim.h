@@ -1,0 +1,4 @@
+#ifndef TODAY_CGTK_SHIM_H
+#define TODAY_CGTK_SHIM_H
+#include <gtk/gtk.h>
+#endif

@@ -1,0 +1,189 @@
+import CGtk
+import FoundationEssentials
+
+// The GTK calls the Today view makes, in one place: pointer casts (GTK's
+// type-cast macros do not import), signal trampolines (g_signal_connect is
+// a macro; g_signal_connect_data with @convention(c) callbacks and the
+// Swift closure as Unmanaged user data), and main-loop scheduling.
+
+typealias Widget = UnsafeMutablePointer<GtkWidget>
+
+/// A widget as the GTK type a call takes (GtkLabel, GtkBox… import as
+/// opaque pointers), as GTK_LABEL() and the other casts do.
+func cast(_ widget: Widget) -> OpaquePointer { OpaquePointer(widget) }
+
+/// A widget as a GTK type whose instance struct is public (GtkBox, GtkButton…).
+func cast<T>(_ widget: Widget) -> UnsafeMutablePointer<T> { UnsafeMutableRawPointer(widget).assumingMemoryBound(to: T.self) }
+
+/// Any GTK object pointer as the raw instance GObject calls take.
+func raw(_ pointer: Widget) -> UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+
+/// A Swift closure kept alive for as long as the signal's object lives.
+private final class Closure {
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+}
+
+private let releaseClosure: GClosureNotify = { data, _ in
+    if let data { Unmanaged<Closure>.fromOpaque(data).release() }
+}
+
+/// Connects `signal` of `object`, whose handler takes the instance and user
+/// data (clicked, activate, toggled…), to `body`.
+func connect(_ object: Widget, _ signal: String, _ body: @escaping () -> Void) {
+    let data = Unmanaged.passRetained(Closure(body)).toOpaque()
+    let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
+        guard let data else { return }
+        Unmanaged<Closure>.fromOpaque(data).takeUnretainedValue().body()
+    }
+    g_signal_connect_data(
+        raw(object), signal, unsafeBitCast(handler, to: GCallback.self), data, releaseClosure,
+        GConnectFlags(rawValue: 0))
+}
+
+/// Connects a signal whose handler takes the instance, one pointer and user
+/// data (row-activated), to `body`, which gets that pointer.
+func connect(_ object: Widget, _ signal: String, withArgument body: @escaping (UnsafeMutableRawPointer?) -> Void) {
+    final class Box {
+        let body: (UnsafeMutableRawPointer?) -> Void
+        init(_ body: @escaping (UnsafeMutableRawPointer?) -> Void) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Box(body)).toOpaque()
+    let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, argument, data in
+        guard let data else { return }
+        Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().body(argument)
+    }
+    let release: GClosureNotify = { data, _ in
+        if let data { Unmanaged<Box>.fromOpaque(data).release() }
+    }
+    g_signal_connect_data(
+        raw(object), signal, unsafeBitCast(handler, to: GCallback.self), data, release,
+        GConnectFlags(rawValue: 0))
+}
+
+/// A widget handed to a closure that another thread passes on to the main
+/// loop: @unchecked because the pointer is only used there, by `onMainLoop`.
+struct MainLoopWidget: @unchecked Sendable {
+    let widget: Widget
+}
+
+/// Runs `body` on GTK's main loop (from any thread).
+func onMainLoop(_ body: @escaping @Sendable () -> Void) {
+    final class Job: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Job(body)).toOpaque()
+    g_idle_add_full(
+        G_PRIORITY_DEFAULT_IDLE,
+        { data in
+            guard let data else { return 0 }
+            Unmanaged<Job>.fromOpaque(data).takeRetainedValue().body()
+            return 0  // G_SOURCE_REMOVE
+        }, data, nil)
+}
+
+/// Runs `body` every `seconds` on the main loop, for as long as it returns true.
+func every(seconds: UInt32, _ body: @escaping () -> Bool) {
+    final class Repeat {
+        let body: () -> Bool
+        init(_ body: @escaping () -> Bool) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Repeat(body)).toOpaque()
+    g_timeout_add_seconds_full(
+        G_PRIORITY_DEFAULT, seconds,
+        { data in
+            guard let data else { return 0 }
+            return Unmanaged<Repeat>.fromOpaque(data).takeUnretainedValue().body() ? 1 : 0
+        }, data, { data in if let data { Unmanaged<Repeat>.fromOpaque(data).release() } })
+}
+
+// MARK: Widgets, as Swift
+
+func label(_ text: String, classes: [String] = [], wrap: Bool = true) -> Widget {
+    let label = gtk_label_new(text)!
+    let typed = cast(label)
+    gtk_label_set_wrap(typed, wrap ? 1 : 0)
+    gtk_label_set_xalign(typed, 0)
+    if wrap { gtk_label_set_wrap_mode(typed, PANGO_WRAP_WORD_CHAR) }
+    for name in classes { gtk_widget_add_css_class(label, name) }
+    return label
+}
+
+func box(vertical: Bool, spacing: Int32 = 6) -> Widget {
+    gtk_box_new(vertical ? GTK_ORIENTATION_VERTICAL : GTK_ORIENTATION_HORIZONTAL, spacing)!
+}
+
+func append(_ parent: Widget, _ child: Widget) {
+    gtk_box_append(cast(parent), child)
+}
+
+func button(_ title: String?, icon: String? = nil, _ action: @escaping () -> Void) -> Widget {
+    let button: Widget
+    if let icon, title == nil {
+        button = gtk_button_new_from_icon_name(icon)!
+    } else {
+        button = gtk_button_new_with_label(title ?? "")!
+        if let icon { gtk_button_set_icon_name(cast(button), icon) }
+    }
+    connect(button, "clicked", action)
+    return button
+}
+
+/// Sets what a screen reader says for `widget`.
+func setAccessibleLabel(_ widget: Widget, _ text: String) {
+    var value = GValue()
+    g_value_init(&value, G_TYPE_STRING_TYPE())
+    g_value_set_string(&value, text)
+    var property = GTK_ACCESSIBLE_PROPERTY_LABEL
+    gtk_accessible_update_property_value(cast(widget), 1, &property, &value)
+    g_value_unset(&value)
+}
+
+/// G_TYPE_STRING, a macro over a fundamental type number.
+func G_TYPE_STRING_TYPE() -> GType { GType(16 << 2) }
+
+func setMargins(_ widget: Widget, top: Int32, left: Int32, bottom: Int32, right: Int32) {
+    gtk_widget_set_margin_top(widget, top)
+    gtk_widget_set_margin_start(widget, left)
+    gtk_widget_set_margin_bottom(widget, bottom)
+    gtk_widget_set_margin_end(widget, right)
+}
+
+/// A picture of `bytes` (PNG or JPEG), or nil when GTK cannot read them.
+func picture(bytes: Data) -> Widget? {
+    let gbytes = bytes.withUnsafeBytes { g_bytes_new($0.baseAddress, gsize($0.count)) }
+    defer { g_bytes_unref(gbytes) }
+    var error: UnsafeMutablePointer<GError>?
+    guard let texture = gdk_texture_new_from_bytes(gbytes, &error) else {
+        if let error { g_error_free(error) }
+        return nil
+    }
+    defer { g_object_unref(UnsafeMutableRawPointer(texture)) }
+    return gtk_picture_new_for_paintable(texture)
+}
+
+func loadCSS(_ css: String) {
+    let provider = gtk_css_provider_new()!
+    gtk_css_provider_load_from_data(provider, css, -1)
+    if let display = gdk_display_get_default() {
+        gtk_style_context_add_provider_for_display(display, OpaquePointer(provider), UInt32(GTK_STYLE_PROVIDER_PRIORITY_APPLICATION))
+    }
+}
+
+/// Renders `widget` once through GTK's own snapshot, into a PNG at `path`.
+func savePNG(of widget: Widget, to path: String) -> Bool {
+    let width = gtk_widget_get_width(widget), height = gtk_widget_get_height(widget)
+    guard width > 0, height > 0, let paintable = gtk_widget_paintable_new(widget) else { return false }
+    defer { g_object_unref(UnsafeMutableRawPointer(paintable)) }
+    let snapshot = gtk_snapshot_new()
+    gdk_paintable_snapshot(paintable, snapshot, Double(width), Double(height))
+    guard let node = gtk_snapshot_free_to_node(snapshot) else { return false }
+    defer { gsk_render_node_unref(node) }
+    guard let native = gtk_widget_get_native(widget), let renderer = gtk_native_get_renderer(native) else { return false }
+    var bounds = graphene_rect_t()
+    graphene_rect_init(&bounds, 0, 0, Float(width), Float(height))
+    guard let texture = gsk_renderer_render_texture(renderer, node, &bounds) else { return false }
+    defer { g_object_unref(UnsafeMutableRawPointer(texture)) }
+    return gdk_texture_save_to_png(texture, path) != 0
+}

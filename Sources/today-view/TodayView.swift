@@ -1,0 +1,295 @@
+import CGtk
+import DBus
+import FoundationEssentials
+import Glibc
+import TodayCore
+
+/// The window: a banner while todayd is away, then one card per widget
+/// with content, in ListWidgets order. Lives on GTK's main thread; D-Bus
+/// answers come back to it through `onMainLoop`.
+@MainActor
+final class TodayView {
+    let connection: Connection
+    let pane: Bool
+    let screenshot: String?
+    var finished = false
+    var status: Int32 = 0
+
+    private var window: Widget?
+    private var list: Widget?
+    private var banner: Widget?
+    private var cards: [TodayCard] = []
+    /// The "updated … ago" label of each card, kept current.
+    private var updatedLabels: [(Widget, TodayCard)] = []
+    private var shotTaken = false
+
+    init(connection: Connection, pane: Bool, screenshot: String?) {
+        self.connection = connection
+        self.pane = pane
+        self.screenshot = screenshot
+    }
+
+    static let css = """
+        .card { padding: 12px; border-radius: 12px; background: alpha(currentColor, 0.06); }
+        .card-name { font-weight: bold; }
+        .card-title { font-size: 1.2em; font-weight: bold; }
+        .dim { opacity: 0.7; }
+        .failure { color: #c01c28; }
+        .banner { padding: 8px; background: #e5a50a; color: black; }
+        list { background: transparent; }
+        row { padding: 6px 12px; }
+        """
+
+    func start() {
+        loadCSS(Self.css)
+        let window = gtk_window_new()!
+        self.window = window
+        gtk_window_set_title(cast(window), "Today")
+        gtk_window_set_default_size(cast(window), pane ? 360 : 520, pane ? 900 : 640)
+        connect(window, "destroy") { [self] in finished = true }
+
+        let column = box(vertical: true, spacing: 0)
+        let banner = label("todayd is not running: the cards show what they last showed, and come back to life when it does", classes: ["banner"])
+        gtk_widget_set_visible(banner, 0)
+        self.banner = banner
+        append(column, banner)
+        let scroller = gtk_scrolled_window_new()!
+        gtk_widget_set_vexpand(scroller, 1)
+        let list = gtk_list_box_new()!
+        self.list = list
+        gtk_list_box_set_selection_mode(cast(list), GTK_SELECTION_NONE)
+        connect(list, "row-activated", withArgument: { [self] row in
+            guard let row else { return }
+            let index = Int(gtk_list_box_row_get_index(row.assumingMemoryBound(to: GtkListBoxRow.self)))
+            guard cards.indices.contains(index) else { return }
+            call(Today.widgetPath(cards[index].id), Today.widget.name, "Activate", [.vardict([])])
+        })
+        gtk_scrolled_window_set_child(cast(scroller), list)
+        append(column, scroller)
+        gtk_window_set_child(cast(window), column)
+
+        // Ctrl+R updates every widget.
+        let controller = gtk_shortcut_controller_new()
+        let trigger = gtk_shortcut_trigger_parse_string("<Control>r")
+        let action = gtk_callback_action_new(
+            { _, _, data in
+                guard let data else { return 0 }
+                let view = Unmanaged<TodayView>.fromOpaque(data).takeUnretainedValue()
+                MainActor.assumeIsolated { view.call(Today.managerPath, Today.center.name, "UpdateAll", []) }
+                return 1
+            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+        gtk_shortcut_controller_add_shortcut(controller, gtk_shortcut_new(trigger, action))
+        gtk_widget_add_controller(window, controller)
+
+        gtk_window_present(cast(window))
+        subscribe()
+        refresh()
+        every(seconds: 30) { [self] in
+            let now = Date()
+            for (label, card) in updatedLabels { gtk_label_set_text(cast(label), card.updated(at: now)) }
+            return !finished
+        }
+        if screenshot != nil {
+            // todayd may never answer: the picture is taken anyway after a while.
+            every(seconds: 8) { [self] in
+                takeScreenshot()
+                return false
+            }
+        }
+    }
+
+    // MARK: todayd
+
+    private func subscribe() {
+        let connection = connection
+        Task.detached { [self] in
+            let changed: @Sendable (Message) -> Void = { [self] _ in self.refreshFromAnyThread() }
+            for rule in [
+                MatchRule(interface: .properties, member: MemberName("PropertiesChanged")),
+                MatchRule(interface: .objectManager),
+            ] {
+                var bus = rule
+                bus.sender = Today.busName.rawValue
+                _ = try? await connection.subscribe(bus) { _ in }
+                _ = try? await connection.subscribe(rule, addToBus: false, handler: changed)
+            }
+            _ = try? await connection.subscribe(
+                MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue),
+                handler: changed)
+        }
+    }
+
+    nonisolated func refreshFromAnyThread() {
+        onMainLoop { [self] in MainActor.assumeIsolated { self.refresh() } }
+    }
+
+    /// Reads every widget again; shows them, or the banner when todayd is away.
+    func refresh() {
+        let connection = connection
+        Task.detached { [self] in
+            let cards = await Self.fetch(connection)
+            onMainLoop { [self] in MainActor.assumeIsolated { self.show(cards) } }
+        }
+    }
+
+    /// The widgets' cards, or nil when todayd does not answer. The first
+    /// call starts todayd through D-Bus activation where it is installed.
+    nonisolated static func fetch(_ connection: Connection) async -> [TodayCard]? {
+        do {
+            let paths = try await connection.call(
+                Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName("ListWidgets"), timeout: .seconds(25)
+            ).body.first?.elements ?? []
+            var cards: [TodayCard] = []
+            for case .objectPath(let path) in paths {
+                let reply = try await connection.call(
+                    Today.busName, path: path, interface: .properties, member: MemberName("GetAll"), [.string(Today.widget.name.rawValue)])
+                let values = reply.body.first?.stringDictionary ?? [:]
+                cards.append(TodayCard(id: values["BundleIdentifier"]?.string ?? path.rawValue, properties: values))
+            }
+            return cards
+        } catch {
+            return nil
+        }
+    }
+
+    /// A call whose answer only matters through the signals that follow.
+    func call(_ path: ObjectPath, _ interface: InterfaceName, _ member: String, _ arguments: [Value], done: (@Sendable () -> Void)? = nil) {
+        let connection = connection
+        Task.detached {
+            _ = try? await connection.call(
+                Today.busName, path: path, interface: interface, member: MemberName(rawValue: member) ?? MemberName("Activate"), arguments,
+                timeout: .seconds(120))
+            if let done { onMainLoop(done) }
+        }
+    }
+
+    // MARK: Cards
+
+    func show(_ fetched: [TodayCard]?) {
+        guard let list, let banner else { return }
+        gtk_widget_set_visible(banner, fetched == nil ? 1 : 0)
+        guard let fetched else { return }
+        let shown = fetched.filter(\.isShown)
+        if shown != cards || updatedLabels.isEmpty && !shown.isEmpty {
+            cards = shown
+            updatedLabels = []
+            while let row = gtk_widget_get_first_child(list) { gtk_list_box_remove(cast(list), row) }
+            let now = Date()
+            for card in shown { gtk_list_box_append(cast(list), row(for: card, now: now)) }
+            if shown.isEmpty {
+                gtk_list_box_append(cast(list), label("No widget has anything to show.", classes: ["dim"]))
+            }
+        }
+        if screenshot != nil, !shotTaken {
+            // A moment for layout and images, then the picture.
+            every(seconds: 1) { [self] in
+                takeScreenshot()
+                return false
+            }
+        }
+    }
+
+    func takeScreenshot() {
+        guard let screenshot, let window, !shotTaken else { return }
+        shotTaken = true
+        if !savePNG(of: window, to: screenshot) {
+            FileSystem.writeAll(2, "today-view: cannot render the window to \(screenshot)\n")
+            status = 1
+        }
+        finished = true
+    }
+
+    private func row(for card: TodayCard, now: Date) -> Widget {
+        let row = gtk_list_box_row_new()!
+        gtk_list_box_row_set_activatable(cast(row), 1)
+        setAccessibleLabel(row, card.accessibilityLabel)
+        let content = box(vertical: true, spacing: 6)
+        gtk_widget_add_css_class(content, "card")
+        let (top, left, bottom, right) = card.margins
+        setMargins(content, top: Int32(clamping: Int(top.rounded())), left: Int32(clamping: Int(left.rounded())), bottom: Int32(clamping: Int(bottom.rounded())), right: Int32(clamping: Int(right.rounded())))
+        if card.preferredHeight > 0 { gtk_widget_set_size_request(content, -1, Int32(clamping: Int(min(card.preferredHeight, 4000).rounded()))) }
+
+        let header = box(vertical: false, spacing: 8)
+        if let icon = card.iconPath {
+            let image = gtk_image_new_from_file(icon)!
+            gtk_image_set_pixel_size(cast(image), 24)
+            append(header, image)
+        }
+        let name = label(card.name, classes: ["card-name"], wrap: false)
+        gtk_widget_set_hexpand(name, 1)
+        append(header, name)
+        let spinner = gtk_spinner_new()!
+        gtk_widget_set_visible(spinner, 0)
+        append(header, spinner)
+        let id = card.id
+        let refresh = button(nil, icon: "view-refresh-symbolic") { [self] in
+            gtk_widget_set_visible(spinner, 1)
+            gtk_spinner_start(cast(spinner))
+            let running = MainLoopWidget(widget: spinner)
+            call(Today.widgetPath(id), Today.widget.name, "PerformUpdate", []) {
+                gtk_spinner_stop(cast(running.widget))
+                gtk_widget_set_visible(running.widget, 0)
+            }
+        }
+        gtk_widget_set_tooltip_text(refresh, "Update \(card.name)")
+        setAccessibleLabel(refresh, "Update \(card.name)")
+        append(header, refresh)
+        append(content, header)
+
+        if let title = card.title { append(content, label(title, classes: ["card-title"])) }
+        if let subtitle = card.subtitle { append(content, label(subtitle, classes: ["dim"])) }
+        if let body = card.body { append(content, label(body)) }
+        switch card.image {
+        case .bytes(let data)?:
+            if let picture = picture(bytes: data) { append(content, sized(picture)) }
+        case .path(let path)?:
+            append(content, sized(gtk_picture_new_for_filename(path)!))
+        case nil: break
+        }
+        for item in card.items {
+            let text = item.title + (item.subtitle.map { " — \($0)" } ?? "")
+            let row = button(text) { [self] in
+                if let action = item.action {
+                    call(Today.widgetPath(id), Today.widget.name, "PerformAction", [.string(action), .vardict([])])
+                } else if let url = item.url {
+                    call(Today.managerPath, Today.center.name, "OpenURL", [.string(url), .vardict([])])
+                }
+            }
+            gtk_widget_add_css_class(row, "flat")
+            if let child = gtk_button_get_child(cast(row)) { gtk_label_set_xalign(cast(child), 0) }
+            append(content, row)
+        }
+        if !card.actions.isEmpty {
+            let bar = box(vertical: false, spacing: 6)
+            for action in card.actions {
+                let press = { [self] in call(Today.widgetPath(id), Today.widget.name, "PerformAction", [.string(action.id), .vardict([])]) }
+                let control: Widget
+                if action.isToggle {
+                    control = gtk_toggle_button_new_with_label(action.title)!
+                    gtk_toggle_button_set_active(cast(control), action.state ? 1 : 0)
+                    if let icon = action.iconName { gtk_button_set_icon_name(cast(control), icon) }
+                    connect(control, "toggled", press)
+                } else {
+                    control = button(action.title, icon: action.iconName, press)
+                }
+                setAccessibleLabel(control, action.accessibilityLabel ?? action.title)
+                append(bar, control)
+            }
+            append(content, bar)
+        }
+        if let failure = card.failure { append(content, label(failure, classes: ["failure"])) }
+        let updated = label(card.updated(at: now), classes: ["dim", "caption"])
+        updatedLabels.append((updated, card))
+        append(content, updated)
+        gtk_list_box_row_set_child(cast(row), content)
+        return row
+    }
+
+    /// A picture scaled to the card's width, at most 160 points high.
+    private func sized(_ picture: Widget) -> Widget {
+        gtk_picture_set_can_shrink(cast(picture), 1)
+        gtk_picture_set_content_fit(cast(picture), GTK_CONTENT_FIT_CONTAIN)
+        gtk_widget_set_size_request(picture, -1, 160)
+        return picture
+    }
+}

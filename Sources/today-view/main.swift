@@ -1,0 +1,39 @@
+// today-view: the Today view, one card per widget with content (SPEC
+// section 13), following todayd live over D-Bus.
+//
+//   today-view [--pane] [--screenshot FILE.png] [--address ADDR]
+import CGtk
+import DBus
+import FoundationEssentials
+import Glibc
+import TodayCore
+
+var pane = false
+var screenshot: String?
+var address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
+var arguments = Array(CommandLine.arguments.dropFirst()).makeIterator()
+while let argument = arguments.next() {
+    switch argument {
+    case "--pane": pane = true
+    case "--screenshot": screenshot = arguments.next()
+    case "--address": address = arguments.next()
+    case "--help", "-h":
+        FileSystem.writeAll(1, "usage: today-view [--pane] [--screenshot FILE.png] [--address ADDR]\n")
+        exit(0)
+    default:
+        FileSystem.writeAll(2, "today-view: unknown argument '\(argument)'\n")
+        exit(2)
+    }
+}
+guard let address, !address.isEmpty, let connection = try? Connection(address: address) else {
+    FileSystem.writeAll(2, "today-view: no session bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR\n")
+    exit(1)
+}
+
+gtk_init()
+let view = TodayView(connection: connection, pane: pane, screenshot: screenshot)
+view.start()
+while !view.finished {
+    g_main_context_iteration(nil, 1)
+}
+exit(view.status)
