@@ -81,6 +81,7 @@ install: release
 deb: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product todayd
 	$(SWIFT) build -c release --static-swift-stdlib --product todayctl
+	$(SWIFT) build -c release --static-swift-stdlib --product today-view
 	rm -rf .build/deb
 	scripts/build-deb .build/release .build/deb
 

@@ -268,6 +268,15 @@ public enum Snapshot {
         return result
     }
 
+    /// The cache is XML, which cannot hold control characters other than
+    /// tab, line feed and carriage return, nor U+FFFE and U+FFFF.
+    private static func storable(_ text: String, at path: String) throws {
+        guard let bad = text.unicodeScalars.first(where: { ($0.value < 0x20 && !["\t", "\n", "\r"].contains($0)) || $0.value == 0xFFFE || $0.value == 0xFFFF })
+        else { return }
+        throw Unstorable(
+            description: "snapshot key '\(path.prefix(100))' holds the control character U+\(String(bad.value, radix: 16, uppercase: true)), which todayd cannot store")
+    }
+
     private static func stored(_ value: PlistValue, at path: String) throws -> PlistValue {
         switch value {
         case .date(let date):
@@ -277,11 +286,18 @@ public enum Snapshot {
                     description: "snapshot key '\(path)' holds a date before 1970 (\(seconds) s), which D-Bus cannot carry")
             }
             return .date(Date(timeIntervalSince1970: seconds))
+        case .string(let text):
+            try storable(text, at: path)
+            return value
         case .array(let elements):
             return .array(try elements.enumerated().map { try stored($0.element, at: "\(path)[\($0.offset)]") })
         case .dictionary(let dictionary):
             var result = PlistDictionary()
-            for (key, element) in dictionary { result[key] = try stored(element, at: path.isEmpty ? key : "\(path).\(key)") }
+            for (key, element) in dictionary {
+                let at = path.isEmpty ? key : "\(path).\(key)"
+                try storable(key, at: at)
+                result[key] = try stored(element, at: at)
+            }
             return .dictionary(result)
         default:
             return value

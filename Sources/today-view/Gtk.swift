@@ -171,6 +171,28 @@ func loadCSS(_ css: String) {
     }
 }
 
+/// The text of every visible label and button under `widget`, in tree
+/// order: what the window shows, for tests and `--describe`.
+func visibleTexts(_ widget: Widget) -> [String] {
+    guard gtk_widget_get_visible(widget) != 0 else { return [] }
+    var texts: [String] = []
+    let type = String(cString: g_type_name(G_TYPE_FROM_INSTANCE_TYPE(widget)))
+    if type == "GtkLabel", let text = gtk_label_get_text(cast(widget)) {
+        texts.append(String(cString: text))
+    }
+    var child = gtk_widget_get_first_child(widget)
+    while let current = child {
+        texts += visibleTexts(current)
+        child = gtk_widget_get_next_sibling(current)
+    }
+    return texts
+}
+
+/// G_TYPE_FROM_INSTANCE, a macro: the class's type of an instance.
+func G_TYPE_FROM_INSTANCE_TYPE(_ widget: Widget) -> GType {
+    UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GTypeInstance.self).pointee.g_class.pointee.g_type
+}
+
 /// Renders `widget` once through GTK's own snapshot, into a PNG at `path`.
 func savePNG(of widget: Widget, to path: String) -> Bool {
     let width = gtk_widget_get_width(widget), height = gtk_widget_get_height(widget)

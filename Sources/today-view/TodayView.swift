@@ -12,6 +12,8 @@ final class TodayView {
     let connection: Connection
     let pane: Bool
     let screenshot: String?
+    /// With a screenshot, print what the window shows, a line per text.
+    let describe: Bool
     var finished = false
     var status: Int32 = 0
 
@@ -23,10 +25,11 @@ final class TodayView {
     private var updatedLabels: [(Widget, TodayCard)] = []
     private var shotTaken = false
 
-    init(connection: Connection, pane: Bool, screenshot: String?) {
+    init(connection: Connection, pane: Bool, screenshot: String?, describe: Bool) {
         self.connection = connection
         self.pane = pane
         self.screenshot = screenshot
+        self.describe = describe
     }
 
     static let css = """
@@ -91,7 +94,7 @@ final class TodayView {
         }
         if screenshot != nil {
             // todayd may never answer: the picture is taken anyway after a while.
-            every(seconds: 8) { [self] in
+            every(seconds: 4) { [self] in
                 takeScreenshot()
                 return false
             }
@@ -192,6 +195,7 @@ final class TodayView {
     func takeScreenshot() {
         guard let screenshot, let window, !shotTaken else { return }
         shotTaken = true
+        if describe { FileSystem.writeAll(1, visibleTexts(window).map { $0 + "\n" }.joined()) }
         if !savePNG(of: window, to: screenshot) {
             FileSystem.writeAll(2, "today-view: cannot render the window to \(screenshot)\n")
             status = 1

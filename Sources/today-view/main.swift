@@ -1,7 +1,10 @@
 // today-view: the Today view, one card per widget with content (SPEC
 // section 13), following todayd live over D-Bus.
 //
-//   today-view [--pane] [--screenshot FILE.png] [--address ADDR]
+//   today-view [--pane] [--screenshot FILE.png [--describe]] [--address ADDR]
+//
+// --screenshot renders the window once through GTK's snapshot into a PNG
+// and exits; --describe then prints every text the window shows.
 import CGtk
 import DBus
 import FoundationEssentials
@@ -10,12 +13,14 @@ import TodayCore
 
 var pane = false
 var screenshot: String?
+var describe = false
 var address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
 var arguments = Array(CommandLine.arguments.dropFirst()).makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--pane": pane = true
     case "--screenshot": screenshot = arguments.next()
+    case "--describe": describe = true
     case "--address": address = arguments.next()
     case "--help", "-h":
         FileSystem.writeAll(1, "usage: today-view [--pane] [--screenshot FILE.png] [--address ADDR]\n")
@@ -31,7 +36,7 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
 }
 
 gtk_init()
-let view = TodayView(connection: connection, pane: pane, screenshot: screenshot)
+let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe)
 view.start()
 while !view.finished {
     g_main_context_iteration(nil, 1)

@@ -52,7 +52,8 @@ import Testing
         let install = try await run([Paths.root.appendingPathComponent("scripts/install").path, Paths.root.appendingPathComponent(".build/debug").path, "/usr", root.path])
         #expect(install.status == 0, "\(install.error)")
         let expected: [(String, Int)] = [
-            ("usr/bin/todayd", 0o755), ("usr/bin/todayctl", 0o755),
+            ("usr/bin/todayd", 0o755), ("usr/bin/todayctl", 0o755), ("usr/bin/today-view", 0o755),
+            ("usr/share/applications/io.github.todayd.TodayView.desktop", 0o644),
             ("usr/lib/systemd/user/todayd.service", 0o644),
             ("usr/share/dbus-1/services/io.github.todayd.Today1.service", 0o644),
             ("usr/share/dbus-1/interfaces/io.github.todayd.Today1.xml", 0o644),
@@ -68,6 +69,8 @@ import Testing
         #expect(activation == "[D-BUS Service]\nName=io.github.todayd.Today1\nExec=/usr/bin/todayd\nSystemdService=todayd.service\n")
         let unit = try String(contentsOfFile: root.path + "/usr/lib/systemd/user/todayd.service", encoding: .utf8)
         #expect(unit.contains("\nType=dbus\n") && unit.contains("\nBusName=io.github.todayd.Today1\n") && unit.contains("\nExecStart=/usr/bin/todayd\n"))
+        let entry = try await run(["desktop-file-validate", root.path + "/usr/share/applications/io.github.todayd.TodayView.desktop"])
+        #expect(entry.status == 0 && entry.output.isEmpty, "\(entry.output)")
         // The man pages render without warnings.
         for page in ["usr/share/man/man8/todayd.8.gz", "usr/share/man/man1/todayctl.1.gz"] {
             let rendered = try await run(["sh", "-c", "zcat \(root.path)/\(page) | groff -man -Tutf8 -ww -z 2>&1"])

@@ -1,0 +1,115 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// The Today view (SPEC section 13): what a card shows for a widget's
+/// properties, and the real GTK window rendered under Xvfb.
+@Suite struct TodayViewTests {
+    static let view = Paths.root.appendingPathComponent(".build/debug/today-view").path
+
+    static func properties(_ snapshot: PlistDictionary, hasContent: Bool = true, result: String = "new-data") -> [String: Value] {
+        [
+            "DisplayName": .string("Mail"), "IconPath": .string("/icons/mail.png"), "HasContent": .boolean(hasContent),
+            "Snapshot": ValueMapping.dbus(snapshot), "LastResult": .string(result), "LastFailure": .string(result == "failed" ? "timeout" : ""),
+            "LastUpdated": .uint64(1_796_119_200_000_000), "PreferredHeight": .double(180),
+            "MarginInsets": .structure([.double(1), .double(2), .double(3), .double(4)]),
+        ]
+    }
+
+    @Test func whatACardShows() {
+        let card = TodayCard(
+            id: "org.example.Mail.W",
+            properties: Self.properties([
+                "title": .string("3 new"), "subtitle": .string("Inbox"), "body": .string("From Ana"), "image": .data(Data([1, 2])),
+                "items": .array([.dictionary(["title": .string("Ana"), "subtitle": .string("Lunch?"), "url": .string("mail://1")]), .dictionary(["title": .string("Mark read"), "action": .string("read")])]),
+                "actions": .array([.dictionary(["id": .string("read"), "title": .string("Read"), "kind": .string("button")]), .dictionary(["id": .string("pin"), "title": .string("Pin"), "kind": .string("toggle"), "state": .boolean(true), "icon-name": .string("pin")])]),
+                "url": .string("mail://inbox"),
+            ]))
+        #expect(card.name == "Mail" && card.iconPath == "/icons/mail.png")
+        #expect(card.title == "3 new" && card.subtitle == "Inbox" && card.body == "From Ana")
+        #expect(card.image == .bytes(Data([1, 2])))
+        #expect(card.items == [.init(title: "Ana", subtitle: "Lunch?", url: "mail://1", action: nil), .init(title: "Mark read", subtitle: nil, url: nil, action: "read")])
+        #expect(card.actions.map(\.id) == ["read", "pin"] && card.actions[1].isToggle && card.actions[1].state && card.actions[1].iconName == "pin")
+        #expect(card.accessibilityLabel == "Mail, 3 new, Inbox")
+        #expect(card.preferredHeight == 180 && card.margins == (1, 2, 3, 4))
+        #expect(card.failure == nil && card.isShown)
+        #expect(card.updated(at: Date(timeIntervalSince1970: 1_796_119_200 + 300)) == "updated 5 min ago")
+        #expect(card.updated(at: Date(timeIntervalSince1970: 1_796_119_200 + 2 * 86_400)) == "updated 2 days ago")
+        let labelled = TodayCard(id: "x", properties: Self.properties(["accessibility-label": .string("Three new mails"), "image-path": .string("/tmp/a.png")]))
+        #expect(labelled.accessibilityLabel == "Three new mails" && labelled.image == .path("/tmp/a.png"))
+        #expect(TodayCard(id: "x", properties: Self.properties([:], result: "failed")).failure == "Last update failed: timeout")
+        #expect(!TodayCard(id: "x", properties: Self.properties([:], hasContent: false)).isShown)
+    }
+
+    /// Runs today-view --screenshot --describe against `address`.
+    static func render(_ address: String, pane: Bool = false) async throws -> (texts: [String], png: Data, status: Int32) {
+        let folder = try temporaryDirectory("view")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let png = folder.appendingPathComponent("shot.png")
+        let result = try await run(
+            ["env", "GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", view, "--address", address, "--screenshot", png.path, "--describe"]
+                + (pane ? ["--pane"] : []), timeout: 60)
+        return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status)
+    }
+
+    /// Width and height from a PNG's IHDR.
+    static func size(_ png: Data) -> (Int, Int)? {
+        let bytes = [UInt8](png)
+        guard bytes.count > 24, bytes[0..<8] == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] else { return nil }
+        let number = { (at: Int) in bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+        return (number(16), number(20))
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func theWindowShowsTheWidgets() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let image = try Data(contentsOf: Paths.root.appendingPathComponent("data/examples/AgostiniTech.app/post-42.png")).base64EncodedString()
+        try bundles.addApp("org.example.Seen", widgets: [
+            .init(name: "Mail", script: #"cat > /dev/null; echo '{"result": "new-data", "snapshot": {"title": "3 new mails", "body": "From Ana", "image": "placeholder", "items": [{"title": "Lunch?", "url": "seen://1"}], "actions": [{"id": "pin", "title": "Pin", "kind": "toggle", "state": false}]}}'"#),
+            .init(name: "Hidden", script: #"cat > /dev/null; echo '{"result": "new-data", "snapshot": {"title": "must not show"}}'"#),
+            .init(name: "Broken", script: "exit 3"),
+        ])
+        // JSON carries no data: the image goes in an XML answer.
+        let xml = """
+            cat > /dev/null; cat <<'END'
+            <plist><dict><key>result</key><string>new-data</string><key>snapshot</key><dict>
+            <key>title</key><string>3 new mails</string><key>body</key><string>From Ana</string>
+            <key>image</key><data>\(image)</data>
+            <key>items</key><array><dict><key>title</key><string>Lunch?</string><key>url</key><string>seen://1</string></dict></array>
+            <key>actions</key><array><dict><key>id</key><string>pin</string><key>title</key><string>Pin</string><key>kind</key><string>toggle</string><key>state</key><false/></dict></array>
+            </dict></dict></plist>
+            END
+            """
+        try writeExecutable("#!/bin/sh\n" + xml + "\n", to: bundles.path + "/org.example.Seen.app/PlugIns/Mail.appex/provider")
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        try await client.center("RegisterApp", [.string("org.example.Seen")])
+        _ = try await client.center("UpdateAll")
+        try await client.center("SetHasContent", [.boolean(false), .string("org.example.Seen.Hidden")])
+
+        let shown = try await Self.render(daemon.address)
+        #expect(shown.status == 0)
+        #expect(Self.size(shown.png).map { $0.0 > 300 && $0.1 > 300 } == true, "\(shown.png.count) bytes")
+        for text in ["Mail", "3 new mails", "From Ana", "Lunch?", "Pin", "Broken", "Last update failed: exit 3", "updated just now"] {
+            #expect(shown.texts.contains(text), "'\(text)' not in \(shown.texts)")
+        }
+        #expect(!shown.texts.contains("must not show"), "a widget without content is hidden")
+        #expect(!shown.texts.contains { $0.hasPrefix("todayd is not running") })
+        // The narrow pane.
+        let pane = try await Self.render(daemon.address, pane: true)
+        #expect(Self.size(pane.png).map { $0.0 <= 400 } == true)
+
+        // On a bus where todayd is not running: the banner says so.
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        let away = try await Self.render(bus.address)
+        #expect(away.status == 0)
+        #expect(away.texts.first?.hasPrefix("todayd is not running") == true, "\(away.texts)")
+    }
+}
