@@ -134,7 +134,7 @@ public enum Daemon {
         // 256 KiB up get mappings of their own, so that memory goes back to
         // the system instead of staying in a thread's malloc arena.
         today_malloc_map_large_blocks(256 << 10)
-        let log = Logger(verbose: options.verbose)
+        let log = Logger(verbose: options.verbose, journal: Logger.standardErrorIsJournal(environment))
         var privateBus: BusDaemon?
         let address: String
         do {
