@@ -14,6 +14,9 @@ final class TodayView {
     let screenshot: String?
     /// With a screenshot, print what the window shows, a line per text.
     let describe: Bool
+    /// With a screenshot: seconds to wait before taking it, following
+    /// changes meanwhile (0: as soon as the first cards are shown).
+    let delay: UInt32
     var finished = false
     var status: Int32 = 0
 
@@ -25,7 +28,8 @@ final class TodayView {
     private var updatedLabels: [(Widget, TodayCard)] = []
     private var shotTaken = false
 
-    init(connection: Connection, pane: Bool, screenshot: String?, describe: Bool) {
+    init(connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0) {
+        self.delay = delay
         self.connection = connection
         self.pane = pane
         self.screenshot = screenshot
@@ -94,7 +98,7 @@ final class TodayView {
         }
         if screenshot != nil {
             // todayd may never answer: the picture is taken anyway after a while.
-            every(seconds: 4) { [self] in
+            every(seconds: delay > 0 ? delay : 4) { [self] in
                 takeScreenshot()
                 return false
             }
@@ -183,7 +187,7 @@ final class TodayView {
                 gtk_list_box_append(cast(list), label("No widget has anything to show.", classes: ["dim"]))
             }
         }
-        if screenshot != nil, !shotTaken {
+        if screenshot != nil, !shotTaken, delay == 0 {
             // A moment for layout and images, then the picture.
             every(seconds: 1) { [self] in
                 takeScreenshot()

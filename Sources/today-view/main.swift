@@ -1,7 +1,7 @@
 // today-view: the Today view, one card per widget with content (SPEC
 // section 13), following todayd live over D-Bus.
 //
-//   today-view [--pane] [--screenshot FILE.png [--describe]] [--address ADDR]
+//   today-view [--pane] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]
 //
 // --screenshot renders the window once through GTK's snapshot into a PNG
 // and exits; --describe then prints every text the window shows.
@@ -14,6 +14,7 @@ import TodayCore
 var pane = false
 var screenshot: String?
 var describe = false
+var delay: UInt32 = 0
 var address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
 var arguments = Array(CommandLine.arguments.dropFirst()).makeIterator()
 while let argument = arguments.next() {
@@ -21,9 +22,10 @@ while let argument = arguments.next() {
     case "--pane": pane = true
     case "--screenshot": screenshot = arguments.next()
     case "--describe": describe = true
+    case "--delay": delay = arguments.next().flatMap { UInt32($0) } ?? 0
     case "--address": address = arguments.next()
     case "--help", "-h":
-        FileSystem.writeAll(1, "usage: today-view [--pane] [--screenshot FILE.png] [--address ADDR]\n")
+        FileSystem.writeAll(1, "usage: today-view [--pane] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]\n")
         exit(0)
     default:
         FileSystem.writeAll(2, "today-view: unknown argument '\(argument)'\n")
@@ -36,7 +38,7 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
 }
 
 gtk_init()
-let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe)
+let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay)
 view.start()
 while !view.finished {
     g_main_context_iteration(nil, 1)

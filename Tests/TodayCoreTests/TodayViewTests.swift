@@ -45,13 +45,13 @@ import Testing
     }
 
     /// Runs today-view --screenshot --describe against `address`.
-    static func render(_ address: String, pane: Bool = false) async throws -> (texts: [String], png: Data, status: Int32) {
+    static func render(_ address: String, pane: Bool = false, delay: Int = 0) async throws -> (texts: [String], png: Data, status: Int32) {
         let folder = try temporaryDirectory("view")
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
         let result = try await run(
             ["env", "GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", view, "--address", address, "--screenshot", png.path, "--describe"]
-                + (pane ? ["--pane"] : []), timeout: 60)
+                + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []), timeout: 60)
         return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status)
     }
 
@@ -104,6 +104,15 @@ import Testing
         // The narrow pane.
         let pane = try await Self.render(daemon.address, pane: true)
         #expect(Self.size(pane.png).map { $0.0 <= 400 } == true)
+
+        // Live: what changes while the window is open shows in it, without polling.
+        async let later = Self.render(daemon.address, delay: 4)
+        try await Task.sleep(for: .seconds(2))
+        try await client.center("SetHasContent", [.boolean(true), .string("org.example.Seen.Hidden")])
+        try await client.center("SetHasContent", [.boolean(false), .string("org.example.Seen.Broken")])
+        let followed = try await later
+        #expect(followed.texts.contains("must not show"), "the widget given content appeared: \(followed.texts)")
+        #expect(!followed.texts.contains("Broken"), "the widget without content went: \(followed.texts)")
 
         // On a bus where todayd is not running: the banner says so.
         let bus = try BusDaemon()
