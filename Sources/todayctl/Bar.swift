@@ -91,7 +91,8 @@ func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
 
 /// i3bar and swaybar write click events to standard input: `[`, then one
 /// JSON object a line, each after the first led by a comma. A click on a
-/// block calls Activate on its widget.
+/// block calls Activate on its widget; a right click (button 3) presses the
+/// first button or toggle its snapshot offers, when it offers one.
 private func readClicks(_ connection: Connection) throws {
     try Threads.detach {
         var pending = [UInt8]()
@@ -107,10 +108,22 @@ private func readClicks(_ connection: Connection) throws {
                 guard let click = try? Plist.read(line, allowJSON: true), let id = click["instance"]?.string,
                     click["name"]?.string == "todayd", BundleCatalog.isValidBundleID(id)
                 else { continue }
+                let button = click["button"]?.int64 ?? 1
                 Task {
+                    let path = Today.widgetPath(id)
+                    if button == 3, let snapshot = try? await connection.call(
+                        Today.busName, path: path, interface: .properties, member: MemberName("Get"),
+                        [.string(Today.widget.name.rawValue), .string("Snapshot")]).body.first?.unwrapped,
+                        let first = (try? ValueMapping.plist(snapshot))?["actions"]?.array?.first?["id"]?.string
+                    {
+                        _ = try? await connection.call(
+                            Today.busName, path: path, interface: Today.widget.name, member: MemberName("PerformAction"),
+                            [.string(first), .vardict([])], timeout: .seconds(120))
+                        return
+                    }
                     _ = try? await connection.call(
-                        Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName("Activate"),
-                        [.vardict([("button", .int32(Int32(clamping: click["button"]?.int64 ?? 1)))])])
+                        Today.busName, path: path, interface: Today.widget.name, member: MemberName("Activate"),
+                        [.vardict([("button", .int32(Int32(clamping: button)))])])
                 }
             }
         }

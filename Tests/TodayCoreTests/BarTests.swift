@@ -95,7 +95,7 @@ import Testing
         defer { bundles.remove() }
         try URLTests.addApp(
             bundles, "org.example.Bar", name: "Bar", schemes: ["barclick"], script: URLTests.recorder(out, "clicked"),
-            widgets: [.init(name: "W", script: #"echo '{"result": "new-data", "snapshot": {"title": "Hello", "url": "barclick://tapped"}}'"#)])
+            widgets: [.init(name: "W", script: #"echo '{"result": "new-data", "snapshot": {"title": "Hello", "url": "barclick://tapped", "actions": [{"id": "pin", "title": "Pin", "kind": "button"}]}}'"#)])
         let daemon = try TodayDaemon(bundles: [bundles.path])
         defer { daemon.stop() }
         let client = try await daemon.ready()
@@ -116,6 +116,14 @@ import Testing
         // A click on the block calls Activate, which opens the snapshot's URL.
         i3bar.input.fileHandleForWriting.write(Data("[\n{\"name\":\"todayd\",\"instance\":\"\(id)\",\"button\":1}\n".utf8))
         #expect(try await URLTests.lines(out.appendingPathComponent("clicked")) == ["1|barclick://tapped|"])
+        // A right click presses the snapshot's first action.
+        let performed = Locked<[String]>([])
+        try await client.subscribe(MatchRule(path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName("ActionPerformed"))) { message in
+            performed.withLock { $0 += message.body.compactMap(\.string) }
+        }
+        i3bar.input.fileHandleForWriting.write(Data(",{\"name\":\"todayd\",\"instance\":\"\(id)\",\"button\":3}\n".utf8))
+        for _ in 0..<100 where performed.value.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(performed.value == ["pin", "new-data"])
 
         // No content: the empty module.
         try await client.center("RegisterApp", [.string("org.example.Bar")])
