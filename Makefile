@@ -9,7 +9,7 @@ TEST_BINARY = .build/debug/TodayPackageTests.xctest
 PREFIX ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 600
-TEST_FUZZ_SECONDS ?= 20
+TEST_FUZZ_RUNS ?= 20000
 
 all: build
 
@@ -36,7 +36,7 @@ test: deps
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 	$(MAKE) deb
 	scripts/check-deb .build/deb/todayd_*.deb .build/examples
-	scripts/fuzz $(TEST_FUZZ_SECONDS)
+	scripts/fuzz --runs $(TEST_FUZZ_RUNS)
 
 # The long adversarial runs: 100 clients for LOAD_SECONDS against the real
 # daemon (the fast adversarial tests are part of make test).

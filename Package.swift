@@ -26,7 +26,7 @@ let package = Package(
             pkgConfig: "gtk4",
             providers: [.apt(["libgtk-4-dev"])]
         ),
-        .target(name: "DBus", dependencies: ["CDBus"]),
+        .target(name: "DBus", dependencies: ["CDBus", "CSystem"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         // The few libc calls that need _GNU_SOURCE.
         .target(name: "CSystem"),

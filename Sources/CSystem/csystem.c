@@ -44,80 +44,34 @@ int today_pidfd_open(pid_t pid) {
 #endif
 }
 
-int today_spawn_detached(const char *path, char *const argv[], char *const envp[], const char *directory) {
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) return errno;
-    pid_t child = fork();
-    if (child < 0) {
-        int error = errno;
-        close(report[0]);
-        close(report[1]);
-        return error;
-    }
-    if (child == 0) {
-        /* Only async-signal-safe calls from here on. */
-        close(report[0]);
-        if (setsid() < 0) {
-            int error = errno;
-            (void)!write(report[1], &error, sizeof error);
-            _exit(1);
-        }
-        pid_t grandchild = fork();
-        if (grandchild < 0) {
-            int error = errno;
-            (void)!write(report[1], &error, sizeof error);
-            _exit(1);
-        }
-        if (grandchild > 0) _exit(0);
-        struct sigaction deflt;
-        deflt.sa_handler = SIG_DFL;
-        deflt.sa_flags = 0;
-        sigemptyset(&deflt.sa_mask);
-        for (int number = 1; number < NSIG; number++) sigaction(number, &deflt, NULL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        /* Nothing of todayd's (its bus socket, other programs' pipes) reaches the app. */
-        close_all_from(3, report[1]);
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            if (null > 0) close(null);
-        }
-        if (directory != NULL && chdir(directory) != 0) { /* stay where we are */ }
-        execve(path, argv, envp);
-        int error = errno;
-        (void)!write(report[1], &error, sizeof error);
-        _exit(127);
-    }
-    close(report[1]);
-    int status;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-    int error = 0;
-    ssize_t got;
-    do {
-        got = read(report[0], &error, sizeof error);
-    } while (got < 0 && errno == EINTR);
-    close(report[0]);
-    return got == (ssize_t)sizeof error ? error : 0;
+int today_process_nice(void) {
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)getpid());
+    return errno == 0 ? nice : 0;
 }
 
+/* What the child needs, in the parent's memory. */
 struct today_child {
-    const char *path;
-    char *const *argv;
-    char *const *envp;
-    const int *fds;
-    const char *directory;
-    int nice;
+    const struct today_spawn_request *request;
+    /* Where a detached grandchild, which has its own copy of memory,
+     * reports a failure; -1 otherwise. */
+    int report;
     int error;
 };
 
+/* Records why the child could not start and ends it. */
+static _Noreturn void child_failed(struct today_child *child, int error) {
+    child->error = error;
+    if (child->report >= 0) (void)!write(child->report, &error, sizeof error);
+    _exit(127);
+}
+
 /* Runs in the child, in the parent's memory while the parent thread is
  * suspended (CLONE_VM | CLONE_VFORK), until execve: system call wrappers
- * only, no allocation, no lock. Whatever fails is left in `error` for the
- * parent to return. */
-static int today_child_main(void *argument) {
+ * only, no allocation, no lock. */
+static int child_main(void *argument) {
     struct today_child *child = argument;
+    const struct today_spawn_request *request = child->request;
     /* Every disposition back to the default, the two signals glibc keeps
      * for itself (32, 33) included: its sigaction() refuses them, and its
      * posix_spawn leaves them ignored in the child. A zeroed kernel
@@ -126,37 +80,62 @@ static int today_child_main(void *argument) {
     for (int number = 1; number <= 64; number++) {
         if (number != SIGKILL && number != SIGSTOP) syscall(SYS_rt_sigaction, number, standard, NULL, 8);
     }
-    if (setpgid(0, 0) < 0) goto failed;
+    if (request->flags & TODAY_SPAWN_ENDS_WITH_THREAD) prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (request->flags & TODAY_SPAWN_DETACHED) {
+        if (setsid() < 0) child_failed(child, errno);
+        /* The raw system call: glibc's fork() would run its fork handlers,
+         * which take locks in the memory this child shares with todayd. */
+        long grandchild = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+        if (grandchild < 0) child_failed(child, errno);
+        if (grandchild > 0) _exit(0);
+        /* The grandchild, adopted by init once this child ends. */
+    } else if (request->flags & TODAY_SPAWN_PROCESS_GROUP) {
+        if (setpgid(0, 0) < 0) child_failed(child, errno);
+    }
     /* The starting thread's own nice value is not passed on (as root,
      * libdispatch runs its threads at -2 and -4); lowering a priority is
      * always allowed, so a failure here is only a higher one kept. */
-    (void)setpriority(PRIO_PROCESS, 0, child->nice);
+    (void)setpriority(PRIO_PROCESS, 0, request->nice);
+    int sources[3] = {request->input, request->output, request->error};
+    int null = -1;
+    if (sources[0] < 0 || sources[1] < 0 || sources[2] < 0) {
+        null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0) child_failed(child, errno);
+    }
     for (int target = 0; target < 3; target++) {
-        if (child->fds[target] == target) {
-            if (fcntl(target, F_SETFD, 0) < 0) goto failed;
-        } else if (dup2(child->fds[target], target) < 0) {
-            goto failed;
+        int source = sources[target] < 0 ? null : sources[target];
+        if (source == target) {
+            if (fcntl(target, F_SETFD, 0) < 0) child_failed(child, errno);
+        } else if (dup2(source, target) < 0) {
+            child_failed(child, errno);
         }
     }
-    if (child->directory && chdir(child->directory) < 0) goto failed;
-    close_range(3, ~0U, 0);
+    if (request->directory && chdir(request->directory) < 0 && !(request->flags & TODAY_SPAWN_DETACHED)) {
+        child_failed(child, errno);
+    }
+    /* Nothing else of todayd's: its bus socket, other children's pipes, a
+     * file open for writing that could then not be executed (ETXTBSY). The
+     * report pipe closes itself at execve. */
+    close_all_from(3, child->report);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(child->path, child->argv, child->envp);
-failed:
-    child->error = errno;
-    _exit(127);
+    execve(request->path, request->argv, request->envp);
+    child_failed(child, errno);
 }
 
-int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3],
-                         const char *directory, int nice) {
+int today_spawn(const struct today_spawn_request *request, pid_t *pid) {
+    struct today_child child = {request, -1, 0};
+    int report[2] = {-1, -1};
+    if (request->flags & TODAY_SPAWN_DETACHED) {
+        if (pipe2(report, O_CLOEXEC) != 0) return errno;
+        child.report = report[1];
+    }
     /* The child's stack: this frame is not used while the child runs, so
-     * no mapping is made and unmapped for each provider (posix_spawn's
+     * no mapping is made and unmapped for each start (posix_spawn's
      * per-call mmap and munmap, and the TLB shootdown that munmap costs
      * in a process with threads on other processors). */
     char stack[32768] __attribute__((aligned(16)));
-    struct today_child child = {path, argv, envp, fds, directory, nice, 0};
     /* No handler of ours may run in the child before it resets them all;
      * SIGCHLD stays deliverable (it is never handled in todayd), so that a
      * child that ends before clone returns is not left pending. */
@@ -165,17 +144,40 @@ int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char 
     sigdelset(&all, SIGCHLD);
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     int saved_errno = errno;
-    pid_t started = clone(today_child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
+    pid_t started = clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
     int clone_errno = errno;
     errno = saved_errno;
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    if (started < 0) return clone_errno;
+    if (started < 0) {
+        if (report[0] >= 0) {
+            close(report[0]);
+            close(report[1]);
+        }
+        return clone_errno;
+    }
+    if (request->flags & TODAY_SPAWN_DETACHED) {
+        /* The child has ended (or is ending) once its grandchild exists;
+         * the grandchild's execve closes the pipe, or it writes why not. */
+        close(report[1]);
+        int status;
+        while (waitpid(started, &status, 0) < 0 && errno == EINTR) {}
+        if (child.error == 0) {
+            ssize_t got;
+            do {
+                got = read(report[0], &child.error, sizeof child.error);
+            } while (got < 0 && errno == EINTR);
+            if (got != (ssize_t)sizeof child.error) child.error = 0;
+        }
+        close(report[0]);
+        if (pid) *pid = 0;
+        return child.error;
+    }
     if (child.error) {
         int status;
         while (waitpid(started, &status, 0) < 0 && errno == EINTR) {}
         return child.error;
     }
-    *pid = started;
+    if (pid) *pid = started;
     return 0;
 }
 

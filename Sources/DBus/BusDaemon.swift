@@ -1,4 +1,5 @@
 import CDBus
+import CSystem
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -48,7 +49,7 @@ public final class BusDaemon: Sendable {
         self.address = line
     }
 
-    /// Starts the daemon with `today_spawn_bus` (Foundation's Process would
+    /// Starts the daemon with `today_spawn` (Foundation's Process would
     /// add a SIGCHLD handler that wakes threads whenever any child of this
     /// process ends, providers included): standard output a pipe, whose
     /// read end is returned, standard error /dev/null, no other descriptor,
@@ -71,10 +72,24 @@ public final class BusDaemon: Sendable {
             defer { argv.forEach { free($0) } }
             let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
             defer { envp?.forEach { free($0) } }
-            var error: Int32 = 0
-            let pid = envp.map { today_spawn_bus(executable, argv, $0, output, onStarterThread ? 1 : 0, &error) }
-                ?? today_spawn_bus(executable, argv, nil, output, onStarterThread ? 1 : 0, &error)
-            started.withLock { $0 = (pid, error) }
+            // Standard error to /dev/null; with the starter thread, the bus
+            // ends when it does (and dbus-daemon then removes its socket).
+            var request = today_spawn_request(
+                path: nil, argv: nil, envp: nil, input: -1, output: output, error: -1, directory: nil,
+                nice: today_process_nice(), flags: onStarterThread ? Int32(TODAY_SPAWN_ENDS_WITH_THREAD) : 0)
+            var pid: pid_t = 0
+            func start(_ envp: UnsafePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+                executable.withCString { path in
+                    argv.withUnsafeBufferPointer { argv in
+                        request.path = path
+                        request.argv = argv.baseAddress
+                        request.envp = envp
+                        return today_spawn(&request, &pid)
+                    }
+                }
+            }
+            let error = envp.map { envp in envp.withUnsafeBufferPointer { start($0.baseAddress) } } ?? start(environ)
+            started.withLock { $0 = (error == 0 ? pid : -1, error) }
         }
         let (pid, error) = started.withLock { $0 }
         guard pid > 0 else {

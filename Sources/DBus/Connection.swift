@@ -447,7 +447,7 @@ public final class Connection: @unchecked Sendable {
     private func filter(_ pointer: OpaquePointer) -> DBusHandlerResult {
         let handle = MessageHandle(owning: dbus_message_ref(pointer))
         let type = dbus_message_get_type(pointer)
-        if type == 2 || type == 3 {  // method return or error
+        if type == DBUS_MESSAGE_TYPE_METHOD_RETURN || type == DBUS_MESSAGE_TYPE_ERROR {
             let serial = dbus_message_get_reply_serial(pointer)
             guard let reply = pending.removeValue(forKey: serial) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
             do {
@@ -457,7 +457,7 @@ public final class Connection: @unchecked Sendable {
             }
             return DBUS_HANDLER_RESULT_HANDLED
         }
-        if type == 4 {
+        if type == DBUS_MESSAGE_TYPE_SIGNAL {
             if dbus_message_is_signal(pointer, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
                 connectionLost()
                 return DBUS_HANDLER_RESULT_HANDLED
@@ -470,7 +470,7 @@ public final class Connection: @unchecked Sendable {
             }
             return DBUS_HANDLER_RESULT_HANDLED
         }
-        if type == 1 {
+        if type == DBUS_MESSAGE_TYPE_METHOD_CALL {
             objects.dispatch(handle, on: self)
             return DBUS_HANDLER_RESULT_HANDLED
         }

@@ -115,9 +115,9 @@ final class MessageHandle: @unchecked Sendable {
     func decode() throws -> Message {
         let kind: Message.Kind
         switch dbus_message_get_type(pointer) {
-        case 1: kind = .methodCall
-        case 2: kind = .methodReturn
-        case 3: kind = .error
+        case DBUS_MESSAGE_TYPE_METHOD_CALL: kind = .methodCall
+        case DBUS_MESSAGE_TYPE_METHOD_RETURN: kind = .methodReturn
+        case DBUS_MESSAGE_TYPE_ERROR: kind = .error
         default: kind = .signal
         }
         return Message(

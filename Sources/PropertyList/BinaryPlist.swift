@@ -207,11 +207,15 @@ enum BinaryPlistReader {
             case 0x2:
                 let size = 1 << Int(marker & 0x0F)
                 try need(at, size)
+                let real: Double
                 switch size {
-                case 4: value = .real(Double(Float(bitPattern: UInt32(Self.bigEndian(bytes, at, 4)))))
-                case 8: value = .real(Double(bitPattern: Self.bigEndian(bytes, at, 8)))
+                case 4: real = Double(Float(bitPattern: UInt32(Self.bigEndian(bytes, at, 4))))
+                case 8: real = Double(bitPattern: Self.bigEndian(bytes, at, 8))
                 default: throw PlistError("binary plist: a real of \(size) bytes")
                 }
+                // One NaN, as the XML and JSON forms have: a payload in its
+                // bits would be shown but not kept by a text form.
+                value = .real(real.isNaN ? .nan : real)
             case 0x3:
                 guard marker == 0x33 else { throw PlistError("binary plist: bad date marker") }
                 try need(at, 8)

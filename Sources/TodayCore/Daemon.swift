@@ -175,10 +175,10 @@ public enum Daemon {
         let service = TodayService(
             connection: connection, directories: directories, log: log, environment: environment, busAddress: address,
             confinement: ProviderRun.Confinement(support: support, required: options.requireSandbox))
-        let (events, continuation) = AsyncStream<Int32>.makeStream()
+        let (events, continuation) = AsyncStream<DaemonEvent>.makeStream()
         // Watching starts before the first scan, so that a bundle installed
         // while todayd starts is seen either by the scan or by the watcher.
-        let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(-3) }
+        let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(.bundlesChanged) }
         if let watcher {
             service.mimeIndex.follow(watcher)
         } else {
@@ -187,7 +187,7 @@ public enum Daemon {
         service.reload()
         do {
             try await connection.subscribe(MatchRule(interface: .bus, member: MemberName("NameLost")), addToBus: false) { message in
-                if message.body.first?.string == Today.busName.rawValue { continuation.yield(-1) }
+                if message.body.first?.string == Today.busName.rawValue { continuation.yield(.nameLost) }
             }
             var flags: Connection.RequestNameFlags = [.allowReplacement, .doNotQueue]
             if options.replace { flags.insert(.replaceExisting) }
@@ -205,34 +205,34 @@ public enum Daemon {
         }
         log.info("serving \(Today.busName) with \(service.widgetIDs.count) widgets from \(directories.bundleFolders.joined(separator: ", "))")
 
-        connection.onDisconnect { continuation.yield(-2) }
+        connection.onDisconnect { continuation.yield(.disconnected) }
         BlockingThreads.startLoop {
             var waited = sigset_t()
             sigemptyset(&waited)
             for number in handledSignals { sigaddset(&waited, number) }
             while true {
                 let number = sigwaitinfo(&waited, nil)
-                if number > 0 { continuation.yield(number) }
+                if number > 0 { continuation.yield(.signal(number)) }
             }
         }
         var status: Int32 = 0
         loop: for await event in events {
             switch event {
-            case SIGHUP:
+            case .signal(SIGHUP):
                 log.info("SIGHUP: rescanning the bundle folders")
                 service.reload()
-            case -3:
+            case .bundlesChanged:
                 log.info("the bundle folders changed: rescanning")
                 service.reload()
-            case -1:
+            case .nameLost:
                 log.warning("another todayd took \(Today.busName) over; exiting")
                 break loop
-            case -2:
+            case .disconnected:
                 log.warning("the bus connection was lost; exiting")
                 status = 1
                 break loop
-            default:
-                log.info("signal \(event): exiting")
+            case .signal(let number):
+                log.info("signal \(number): exiting")
                 break loop
             }
         }
@@ -243,3 +243,14 @@ public enum Daemon {
     }
 }
 
+/// What the daemon's main loop waits for.
+enum DaemonEvent: Sendable {
+    /// A signal from the signal thread: SIGHUP rescans, the others end todayd.
+    case signal(Int32)
+    /// The bundle watcher saw a bundle folder change.
+    case bundlesChanged
+    /// Another todayd took the name over (--replace).
+    case nameLost
+    /// The bus connection is gone.
+    case disconnected
+}

@@ -2,7 +2,7 @@ import CSystem
 import FoundationEssentials
 import Glibc
 
-/// A child process started with `today_spawn_provider` (a vfork-style
+/// A child process started with `today_spawn` (a vfork-style
 /// clone, as posix_spawn does it, without posix_spawn's stack mapping per
 /// run): no shell, its own process group, an empty signal mask and default
 /// signal dispositions (todayd ignores SIGPIPE and blocks its signals and
@@ -34,7 +34,7 @@ struct SpawnedProcess {
     /// default, ignore), the kernel drops the signal at the child's exit;
     /// blocked, it would be queued for the process and wake a thread that
     /// accepts it, for nothing. The thread's mask comes back once the child
-    /// is reaped. (`today_spawn_provider` blocks every other signal while
+    /// is reaped. (`today_spawn` blocks every other signal while
     /// the child shares this thread's memory, but not SIGCHLD, so that a
     /// child that ends before it returns wakes nobody either.)
     private static func takeChildExitsQuietly() -> sigset_t {
@@ -48,11 +48,25 @@ struct SpawnedProcess {
 
     /// The nice value todayd was started with (its main thread's), which
     /// its children get whatever the nice value of the thread starting them.
-    static let processNice: Int32 = {
-        errno = 0
-        let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
-        return errno == 0 ? nice : 0
-    }()
+    static let processNice: Int32 = today_process_nice()
+
+    /// Calls `body` with a `today_spawn_request` for `path`, `argv` and
+    /// `envp` in `directory` (nil to stay), its descriptors /dev/null until
+    /// `body` sets them.
+    static func spawn(
+        path: UnsafePointer<CChar>, argv: UnsafePointer<UnsafeMutablePointer<CChar>?>?,
+        envp: UnsafePointer<UnsafeMutablePointer<CChar>?>?, directory: String?,
+        _ body: (inout today_spawn_request) -> Int32
+    ) -> Int32 {
+        func withRequest(_ folder: UnsafePointer<CChar>?) -> Int32 {
+            var request = today_spawn_request(
+                path: path, argv: argv, envp: envp, input: -1, output: -1, error: -1, directory: folder,
+                nice: processNice, flags: 0)
+            return body(&request)
+        }
+        guard let directory else { return withRequest(nil) }
+        return directory.withCString { withRequest($0) }
+    }
 
     /// The signal mask of the thread before `takeChildExitsQuietly`.
     private let savedSignals: sigset_t
@@ -86,9 +100,20 @@ struct SpawnedProcess {
             close(fds[2][1])
         }
         var pid: pid_t = 0
-        let childFDs = [fds[0][0], fds[1][1], fds[2][1]]
-        let status = today_spawn_provider(
-            &pid, executable, arguments.pointers, environment.pointers, childFDs, directory, Self.processNice)
+        let status = arguments.pointers.withUnsafeBufferPointer { argv in
+            environment.pointers.withUnsafeBufferPointer { envp in
+                executable.withCString { path in
+                    Self.spawn(path: path, argv: argv.baseAddress, envp: envp.baseAddress, directory: directory) { request in
+                        request.input = fds[0][0]
+                        request.output = fds[1][1]
+                        request.error = fds[2][1]
+                        request.nice = Self.processNice
+                        request.flags = Int32(TODAY_SPAWN_PROCESS_GROUP)
+                        return today_spawn(&request, &pid)
+                    }
+                }
+            }
+        }
         guard status == 0 else {
             close(fds[0][1])
             close(fds[1][0])

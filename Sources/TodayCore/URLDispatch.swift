@@ -116,9 +116,20 @@ public enum URLDispatch {
             cArguments.forEach { free($0) }
             cEnvironment.forEach { free($0) }
         }
-        let status = directory.map { folder in
-            folder.withCString { today_spawn_detached(program, cArguments, cEnvironment, $0) }
-        } ?? today_spawn_detached(program, cArguments, cEnvironment, nil)
+        let status = cArguments.withUnsafeBufferPointer { argv in
+            cEnvironment.withUnsafeBufferPointer { envp in
+                program.withCString { path in
+                    SpawnedProcess.spawn(path: path, argv: argv.baseAddress, envp: envp.baseAddress, directory: directory) {
+                        request in
+                        // Standard output and error stay todayd's (the journal).
+                        request.output = 1
+                        request.error = 2
+                        request.flags = Int32(TODAY_SPAWN_DETACHED)
+                        return today_spawn(&request, nil)
+                    }
+                }
+            }
+        }
         guard status == 0 else {
             throw TodayError.noHandler("cannot start \(program): \(String(cString: strerror(status)))")
         }

@@ -78,8 +78,11 @@ import Testing
     }
 
     /// A binary plist holding one date with these 8 bytes of Double.
-    static func binaryDate(_ bits: UInt64) -> Data {
-        var bytes = Array("bplist00".utf8) + [0x33]
+    static func binaryDate(_ bits: UInt64) -> Data { binaryDouble(marker: 0x33, bits) }
+
+    /// A binary plist holding one object: `marker` and 8 bytes of Double.
+    static func binaryDouble(marker: UInt8, _ bits: UInt64) -> Data {
+        var bytes = Array("bplist00".utf8) + [marker]
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
         bytes += [0x08]  // offset table: object 0 at 8
         bytes += [0, 0, 0, 0, 0, 0, 1, 1] + [0, 0, 0, 0, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 8)
@@ -98,6 +101,22 @@ import Testing
             }
         }
         #expect(try Plist.read(Self.binaryDate((0.0).bitPattern)) == .date(Date(timeIntervalSince1970: 978_307_200)))
+    }
+
+    @Test func everyNaNReadsAsTheOneTheTextFormsKeep() throws {
+        // A payload or sign in a NaN's bits would be shown from the binary
+        // answer but lost once written as XML: the value read back after a
+        // restart would differ from the one shown (found by the
+        // provider-output fuzz target).
+        for bits: UInt64 in [0xFFFF_FFFF_FFFF_FF25, 0x7FF0_0000_0000_0001, 0xFFF8_0000_0000_0000, Double.nan.bitPattern] {
+            let value = try Plist.read(Self.binaryDouble(marker: 0x23, bits))
+            guard case .real(let real) = value else {
+                Issue.record("\(String(bits, radix: 16)) read as \(value)")
+                continue
+            }
+            #expect(real.bitPattern == Double.nan.bitPattern, "\(String(bits, radix: 16)) read with bits \(String(real.bitPattern, radix: 16))")
+            #expect(try roundTrip(value, .xml).bitsOfReal == real.bitPattern)
+        }
     }
 
     /// `["ab", "cd", ["ab"]]` laid out with the given offset and reference sizes.
@@ -210,5 +229,13 @@ import Testing
         let reverse = try runBlocking(["/usr/bin/plistutil", "-i", ours.path, "-o", back.path, "-f", "xml"])
         #expect(reverse.status == 0, "\(reverse.error)")
         #expect(try Plist.read(contentsOf: back.path) == Self.large)
+    }
+}
+
+extension PlistValue {
+    /// The bits of a real, or nil for any other value.
+    fileprivate var bitsOfReal: UInt64? {
+        guard case .real(let real) = self else { return nil }
+        return real.bitPattern
     }
 }

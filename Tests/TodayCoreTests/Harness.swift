@@ -21,15 +21,18 @@ final class TodayDaemon: @unchecked Sendable {
     let home: URL
     let log = Pipe()
 
-    /// Starts todayd on a bus of its own, or on the bus at `address`.
+    /// Starts todayd on a bus of its own, or on the bus at `address`;
+    /// through `launcher` (a command that ends by executing its last
+    /// arguments) when one is given.
     init(
         bundles: [String], home: URL? = nil, extra: [String] = [], address: String? = nil, path: String? = nil,
-        environment more: [String: String] = [:]
+        environment more: [String: String] = [:], launcher: [String] = []
     ) throws {
         self.home = try home ?? temporaryDirectory("todayd")
-        process.executableURL = URL(fileURLWithPath: Paths.todayd)
+        let command = launcher + [Paths.todayd]
+        process.executableURL = URL(fileURLWithPath: command[0])
         let bus = address.map { ["--address", $0] } ?? ["--private-bus"]
-        process.arguments = bus + ["--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
+        process.arguments = Array(command.dropFirst()) + bus + ["--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
         var environment = Self.environment(home: self.home)
         if let path { environment["PATH"] = path }
         environment.merge(more) { _, given in given }

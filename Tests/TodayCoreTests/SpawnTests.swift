@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 @testable import TodayCore
 
-/// How a provider process is started (`today_spawn_provider`).
+/// How a provider process is started (`today_spawn`).
 @Suite struct SpawnTests {
     func run(_ script: String, directory: String? = nil) throws -> (SpawnedProcess.Ending, String) {
         var child = try SpawnedProcess(
@@ -98,5 +98,57 @@ import Testing
         done.wait()
         let expected = geteuid() == 0 ? process : threadNice
         #expect(seen.value == "\(expected)\n", "thread at \(threadNice), process at \(process)")
+    }
+
+    /// The signal lines of /proc/PID/status.
+    static func signalLines(_ pid: pid_t) -> [String] {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").map(String.init).filter { $0.hasPrefix("SigBlk") || $0.hasPrefix("SigIgn") }
+    }
+
+    @Test func everythingTodaydStartsHasTheDefaultDispositions() async throws {
+        // An ignored signal survives execve. todayd is started with glibc's
+        // own two (32 and 33, which its sigaction() refuses to touch)
+        // ignored; its private bus, an app it opens a URL in and a provider
+        // start with every disposition at the default and nothing blocked.
+        let out = try temporaryDirectory("signals")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let launcher = out.appendingPathComponent("ignore-32-33.py")
+        try """
+            import ctypes, os, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            number = {"x86_64": 13, "aarch64": 134}[os.uname().machine]
+            ignore = (ctypes.c_ulong * 4)(1, 0, 0, 0)
+            for signal in (32, 33):
+                if libc.syscall(number, signal, ignore, None, 8) != 0:
+                    sys.exit("rt_sigaction: " + os.strerror(ctypes.get_errno()))
+            os.execv(sys.argv[1], sys.argv[1:])
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let record = "grep -E '^Sig(Blk|Ign)' /proc/$$/status > \"\(out.path)/app.tmp\"; mv \"\(out.path)/app.tmp\" \"\(out.path)/app\""
+        try URLTests.addApp(bundles, "org.example.Signals", name: "Signals", schemes: ["signals"], script: record)
+        let daemon = try TodayDaemon(bundles: [bundles.path], launcher: ["/usr/bin/python3", launcher.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let todayd = daemon.process.processIdentifier
+        // The setup holds: todayd itself has 32 ignored (bit 31; glibc
+        // installs its own handler for 33 as the process starts).
+        let ignored = Self.signalLines(todayd).first { $0.hasPrefix("SigIgn") }.flatMap { UInt64($0.dropFirst(8), radix: 16) }
+        #expect(ignored.map { $0 & 0x8000_0000 != 0 } == true, "\(Self.signalLines(todayd))")
+
+        let children = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(todayd)/task")) ?? []
+        let bus = children.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(todayd)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ")
+        }.compactMap { pid_t($0) }.filter { pid in
+            (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "dbus-daemon\n"
+        }
+        #expect(bus.count == 1, "todayd's children: \(children)")
+        let clean = ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"]
+        for pid in bus { #expect(Self.signalLines(pid) == clean, "the private bus") }
+
+        #expect(try await client.center("OpenURL", [.string("signals://x"), .vardict([])]).body == [.string("org.example.Signals")])
+        #expect(try await URLTests.lines(out.appendingPathComponent("app")) == clean, "the app")
     }
 }

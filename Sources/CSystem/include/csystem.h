@@ -22,25 +22,47 @@ void today_set_thread_name(const char *name);
 /// (pidfd_open, Linux 5.3); -1 with errno where the kernel lacks it.
 int today_pidfd_open(pid_t pid);
 
-/// Starts `path` with `argv` and `envp` detached from the caller: in a new
-/// session, as a grandchild that init adopts, with default signal
-/// dispositions, an empty signal mask and no descriptors but standard
-/// input (/dev/null), output and error. Returns 0 once the program has
-/// been executed, or the errno of what failed (fork, setsid, execve).
-int today_spawn_detached(const char *path, char *const argv[], char *const envp[], const char *directory);
-
 /// Makes malloc serve every block of `bytes` or more with its own mapping,
 /// returned to the system when freed (a fixed M_MMAP_THRESHOLD, which also
 /// stops glibc from raising its thresholds after large frees).
 void today_malloc_map_large_blocks(int bytes);
 
-/// Starts a provider: `path` with `argv` and `envp`, `fds` as its
-/// standard input, output and error, in `directory`, in a process group of
-/// its own, at nice value `nice`, with default signal dispositions, an
-/// empty signal mask and no other descriptor. Returns 0 with `pid` set
-/// once it has been executed, or the errno of what failed.
-int today_spawn_provider(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3],
-                         const char *directory, int nice);
+/// How a program is started (`today_spawn`).
+enum {
+    /// In a process group of its own (providers: one kill ends them all).
+    TODAY_SPAWN_PROCESS_GROUP = 1,
+    /// In a new session, as a grandchild that init adopts (apps); a working
+    /// folder that cannot be entered is then not an error.
+    TODAY_SPAWN_DETACHED = 2,
+    /// Sent SIGTERM when the calling thread ends, however it ends
+    /// (PR_SET_PDEATHSIG; private buses).
+    TODAY_SPAWN_ENDS_WITH_THREAD = 4,
+};
+
+/// What to start: `path` with `argv` and `envp`; `input`, `output` and
+/// `error` as its standard descriptors (-1 for /dev/null); in `directory`
+/// (NULL to stay); at nice value `nice`; `flags` from the enum above.
+struct today_spawn_request {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    int input, output, error;
+    const char *directory;
+    int nice;
+    int flags;
+};
+
+/// Starts a program as `request` says, for every program todayd starts
+/// (providers, apps, private buses): with every signal disposition at its
+/// default (glibc's own 32 and 33 included), an empty signal mask, and no
+/// descriptor but the three standard ones. Returns 0 once it has been
+/// executed, with `pid` set (0 for a detached program, which is not our
+/// child), or the errno of what failed; nothing is left running then.
+int today_spawn(const struct today_spawn_request *request, pid_t *pid);
+
+/// The nice value of the process (its main thread), which every program
+/// todayd starts gets: the calling thread's may be higher or lower.
+int today_process_nice(void);
 
 /// Swaps the entries `a` and `b` of the open folder `folder` in one step
 /// (renameat2 with RENAME_EXCHANGE): whoever looks sees the one or the
