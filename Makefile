@@ -51,11 +51,13 @@ adversarial: deps
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
 
-# Side-by-side benchmarks against the C references in ../shared/bench (or BENCH_REF).
-BENCH_REF ?= $(firstword $(wildcard ../shared/bench) bench/reference)
+# Side-by-side benchmarks against the C references in bench/reference (ours,
+# on libdbus); where ../shared/bench exists (BENCH_SHARED), its references
+# are measured beside ours first.
+BENCH_SHARED ?= $(wildcard ../shared/bench)
 bench: deps release
-	mkdir -p $(BENCH_OUT)
-	$(MAKE) -C $(BENCH_REF) OUT=$(abspath $(BENCH_OUT))
+	$(MAKE) -C bench/reference OUT=$(abspath $(BENCH_OUT))
+	$(if $(BENCH_SHARED),scripts/bench-references $(BENCH_OUT) $(BENCH_SHARED))
 	scripts/bench-dbus $(BENCH_OUT) .build/release
 	scripts/bench-plist $(BENCH_OUT) .build/release
 	scripts/bench-widgets $(BENCH_OUT) .build/release

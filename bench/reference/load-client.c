@@ -1,0 +1,119 @@
+/* dbus-bench: a load client for one method, with a fixed number of calls
+ * outstanding on one connection.
+ *
+ *   dbus-bench DEST PATH IFACE METHOD [--arg S]... [-n CALLS] [-k INFLIGHT]
+ *
+ * Sends CALLS calls (default 10000), each with the string arguments given,
+ * keeping INFLIGHT (default 1) unanswered at a time, and prints
+ *   calls=… errors=… seconds=… calls_per_s=… p50_us=… p99_us=… max_us=…
+ * where the times are from sending a call to reading its reply. */
+#include <dbus/dbus.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Sent calls awaiting replies, by serial modulo this (more than INFLIGHT). */
+#define SLOTS 65536
+
+static double now_us(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_MONOTONIC, &time);
+    return (double)time.tv_sec * 1e6 + (double)time.tv_nsec / 1e3;
+}
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static long parse_count(const char *text, const char *what, long most) {
+    char *end;
+    long value = text ? strtol(text, &end, 10) : 0;
+    if (!text || *text == '\0' || *end != '\0' || value < 1 || value > most) {
+        fprintf(stderr, "dbus-bench: %s must be a number from 1 to %ld\n", what, most);
+        exit(2);
+    }
+    return value;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: dbus-bench DEST PATH IFACE METHOD [--arg S]... [-n CALLS] [-k INFLIGHT]\n");
+        return 2;
+    }
+    const char *destination = argv[1], *path = argv[2], *interface = argv[3], *method = argv[4];
+    const char **arguments = calloc((size_t)argc, sizeof *arguments);
+    int argument_count = 0;
+    long calls = 10000, inflight = 1;
+    for (int i = 5; i < argc; i++) {
+        if (strcmp(argv[i], "--arg") == 0 && i + 1 < argc) {
+            arguments[argument_count++] = argv[++i];
+        } else if (strcmp(argv[i], "-n") == 0) {
+            calls = parse_count(i + 1 < argc ? argv[++i] : NULL, "-n", 100000000);
+        } else if (strcmp(argv[i], "-k") == 0) {
+            inflight = parse_count(i + 1 < argc ? argv[++i] : NULL, "-k", SLOTS / 2);
+        } else {
+            fprintf(stderr, "dbus-bench: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+
+    DBusError error;
+    dbus_error_init(&error);
+    DBusConnection *bus = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
+    if (!bus) {
+        fprintf(stderr, "dbus-bench: cannot reach the session bus: %s\n", error.message);
+        return 1;
+    }
+    dbus_connection_set_exit_on_disconnect(bus, FALSE);
+    double *sent_at = calloc(SLOTS, sizeof *sent_at);
+    double *latencies = malloc((size_t)calls * sizeof *latencies);
+    long sent = 0, answered = 0, errors = 0;
+
+    double started = now_us();
+    while (answered < calls) {
+        while (sent < calls && sent - answered < inflight) {
+            DBusMessage *call = dbus_message_new_method_call(destination, path, interface, method);
+            if (!call) {
+                fprintf(stderr, "dbus-bench: '%s %s %s %s' is not a valid call\n", destination, path, interface, method);
+                return 2;
+            }
+            for (int i = 0; i < argument_count; i++) {
+                dbus_message_append_args(call, DBUS_TYPE_STRING, &arguments[i], DBUS_TYPE_INVALID);
+            }
+            dbus_uint32_t serial = 0;
+            double at = now_us();
+            if (!dbus_connection_send(bus, call, &serial)) {
+                fprintf(stderr, "dbus-bench: out of memory\n");
+                return 1;
+            }
+            sent_at[serial % SLOTS] = at;
+            dbus_message_unref(call);
+            sent++;
+        }
+        if (!dbus_connection_read_write(bus, -1)) {
+            fprintf(stderr, "dbus-bench: the bus went away after %ld replies\n", answered);
+            return 1;
+        }
+        DBusMessage *message;
+        while ((message = dbus_connection_pop_message(bus))) {
+            int type = dbus_message_get_type(message);
+            if (type == DBUS_MESSAGE_TYPE_METHOD_RETURN || type == DBUS_MESSAGE_TYPE_ERROR) {
+                double at = now_us();
+                latencies[answered++] = at - sent_at[dbus_message_get_reply_serial(message) % SLOTS];
+                if (type == DBUS_MESSAGE_TYPE_ERROR) {
+                    if (errors == 0) fprintf(stderr, "dbus-bench: first error: %s\n", dbus_message_get_error_name(message));
+                    errors++;
+                }
+            }
+            dbus_message_unref(message);
+        }
+    }
+    double seconds = (now_us() - started) / 1e6;
+    qsort(latencies, (size_t)calls, sizeof *latencies, compare);
+    printf("calls=%ld errors=%ld seconds=%.3f calls_per_s=%.0f p50_us=%.1f p99_us=%.1f max_us=%.1f\n", calls, errors, seconds,
+           (double)calls / seconds, latencies[calls / 2], latencies[(calls * 99) / 100], latencies[calls - 1]);
+    return errors == 0 ? 0 : 1;
+}
