@@ -309,7 +309,7 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
                 Out.json(.dictionary(["event": .string("changed"), "object": .string(object), "properties": values]), compact: true)
             } else {
                 let text = (values.dictionary ?? [:]).map { key, value in
-                    key == "Snapshot" ? "Snapshot=\(Snapshot(value).summary)" : "\(key)=\(describe(value))"
+                    key == "Snapshot" ? "Snapshot=\(snapshotSummary(value))" : "\(key)=\(describe(value))"
                 }
                 Out.line("\(timestamp()) \(object): " + text.joined(separator: " "))
             }
@@ -404,14 +404,10 @@ func timeline(_ client: Client, _ arguments: [String], json: Bool) async throws 
 }
 
 /// A snapshot in a few words, for `watch`.
-struct Snapshot {
-    let value: PlistValue
-    init(_ value: PlistValue) { self.value = value }
-    var summary: String {
-        guard let d = value.dictionary, !d.isEmpty else { return "{}" }
-        if let title = d["title"]?.string { return "\"\(title)\" (\(d.count) keys)" }
-        return "(\(d.count) keys)"
-    }
+func snapshotSummary(_ value: PlistValue) -> String {
+    guard let d = value.dictionary, !d.isEmpty else { return "{}" }
+    if let title = d["title"]?.string { return "\"\(title)\" (\(d.count) keys)" }
+    return "(\(d.count) keys)"
 }
 
 // MARK: Files
@@ -602,20 +598,20 @@ func runProvider(_ arguments: [String], json: Bool) async throws {
     let outcome = await ProviderRun.once(manifest, directories: directories, environment: environment, confinement: confinement, verbose: verbose) { line in
         Out.error("\(id): \(line)\n")
     }
-    var answer: PlistDictionary = ["result": .string(outcome.result)]
-    if case .failed(let reason) = outcome { answer["failure"] = .string(reason) }
+    var answer: PlistDictionary = ["result": .string(outcome.result.rawValue)]
+    if case .failed(let reason) = outcome { answer["failure"] = .string(reason.description) }
     if case .newData(let timeline) = outcome {
         for (key, value) in timeline.plist { answer[key] = value }
     }
     if json {
         Out.json(.dictionary(answer))
     } else {
-        Out.line("result: \(outcome.result)\(outcome.failure.isEmpty ? "" : " (\(outcome.failure))")")
+        Out.line("result: \(outcome.result.rawValue)\(outcome.failure.isEmpty ? "" : " (\(outcome.failure))")")
         if case .newData(let timeline) = outcome {
             // A snapshot alone prints as itself; a timeline with its policy.
             let plist = timeline.plist
             Out.line(JSONOutput.text(plist["timeline"] == nil ? plist["snapshot"] ?? .dictionary([:]) : .dictionary(plist)))
         }
     }
-    if outcome.result == "failed" { throw Failure(message: "the provider failed: \(outcome.failure)", status: 1) }
+    if outcome.result == .failed { throw Failure(message: "the provider failed: \(outcome.failure)", status: 1) }
 }

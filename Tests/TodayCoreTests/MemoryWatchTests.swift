@@ -12,7 +12,7 @@ import Testing
         var child = try SpawnedProcess("/bin/sh", arguments: CStrings(["sh", "-c", "sleep 30"]), directory: nil, environment: CStrings([]))
         let start = ContinuousClock.now
         let (ending, _) = child.communicate(input: Data(), limits: limits, log: { _ in }, beforeReap: {})
-        #expect(ending == .killed("memory-limit"))
+        #expect(ending == .killed(.memoryLimit))
         #expect(ContinuousClock.now - start < .seconds(5), "killed long after the first look")
     }
 

@@ -7,7 +7,7 @@ public enum ProviderRun {
     public struct Problem: Error, CustomStringConvertible {
         public var description: String
         /// What LastFailure says: `no-provider`, or `no-sandbox`.
-        public var failure = "no-provider"
+        public var failure = FailureReason.noProvider
     }
 
     /// How providers are confined (SPEC section 11): what the machine
@@ -54,7 +54,7 @@ public enum ProviderRun {
                 network: manifest.networkClient, busAddress: busAddress, libraryFolders: SandboxPlan.libraryFolders(of: executable))
         case .unavailable(let reason):
             if confinement.required {
-                return .failure(Problem(description: "todayd --require-sandbox, and \(reason)", failure: "no-sandbox"))
+                return .failure(Problem(description: "todayd --require-sandbox, and \(reason)", failure: .noSandbox))
             }
         }
         return .success(
@@ -82,7 +82,7 @@ public enum ProviderRun {
         if let name = manifest.providerBusName {
             guard let address, let connection = try? Connection(address: address) else {
                 log("no session bus to reach \(name) on")
-                return .failed("no-provider")
+                return .failed(.noProvider)
             }
             defer { connection.close() }
             return await BusProvider(connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline)

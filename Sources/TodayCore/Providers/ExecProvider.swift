@@ -8,21 +8,21 @@ public enum ProviderOutcome: Sendable, Equatable {
     /// New entries: a snapshot alone is one entry, dated when it arrives.
     case newData(TimelineAnswer)
     case noData
-    /// The reason is what `LastFailure` shows: `timeout`, `memory-limit`,
-    /// `exit 3`, `signal 11`, `bad-output: …`, `too-large`, `no-provider`,
-    /// `reported`.
-    case failed(String)
+    case failed(FailureReason)
 
-    public var result: String {
+    public var result: UpdateResult {
         switch self {
-        case .newData: "new-data"
-        case .noData: "no-data"
-        case .failed: "failed"
+        case .newData: .newData
+        case .noData: .noData
+        case .failed: .failed
         }
     }
 
-    public var failure: String {
-        if case .failed(let reason) = self { reason } else { "" }
+    /// What `LastFailure` says: the reason, or empty.
+    public var failure: String { failureReason?.description ?? "" }
+
+    public var failureReason: FailureReason? {
+        if case .failed(let reason) = self { reason } else { nil }
     }
 }
 
@@ -171,7 +171,7 @@ public struct ExecProvider: Sendable {
             input = try Plist.write(.dictionary(previous), format: .xml)
         } catch {
             log("cannot prepare the provider: \(error)")
-            return .failed("no-provider")
+            return .failed(.noProvider)
         }
         var child: SpawnedProcess
         running.starting()
@@ -182,7 +182,7 @@ public struct ExecProvider: Sendable {
         } catch {
             running.started(nil, widgetID)
             log("cannot start \(executable): \(error)")
-            return .failed("no-provider")
+            return .failed(.noProvider)
         }
         let pid = child.pid
         running.started(pid, widgetID)
@@ -193,9 +193,9 @@ public struct ExecProvider: Sendable {
         case .killed(let reason): return .failed(reason)
         case .exited(0): return Self.parse(collected.output)
         // bwrap exits with 128 + N when what it ran was ended by signal N.
-        case .exited(let code) where sandbox != nil && (129...192).contains(code): return .failed("signal \(code - 128)")
-        case .exited(let code): return .failed("exit \(code)")
-        case .signaled(let number): return .failed("signal \(number)")
+        case .exited(let code) where sandbox != nil && (129...192).contains(code): return .failed(.signal(code - 128))
+        case .exited(let code): return .failed(.exit(code))
+        case .signaled(let number): return .failed(.signal(number))
         }
     }
 
@@ -205,11 +205,11 @@ public struct ExecProvider: Sendable {
         let value: PlistValue
         do {
             guard output.contains(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else {
-                return .failed("bad-output: nothing on standard output")
+                return .failed(.badOutput("nothing on standard output"))
             }
             value = try Plist.read(output, limits: PlistLimits(maximumSize: 4 << 20, maximumDepth: 64), allowJSON: true)
         } catch {
-            return .failed("bad-output: \(error)")
+            return .failed(.badOutput("\(error)"))
         }
         return outcome(of: value)
     }
@@ -217,186 +217,37 @@ public struct ExecProvider: Sendable {
     /// Checks the shape of an answer, however it arrived.
     public static func outcome(of value: PlistValue) -> ProviderOutcome {
         guard let answer = value.dictionary else {
-            return .failed("bad-output: the answer must be a dictionary with 'result' and 'snapshot'")
+            return .failed(.badOutput("the answer must be a dictionary with 'result' and 'snapshot'"))
         }
         let snapshot = answer["snapshot"]
         if let snapshot, snapshot.dictionary == nil {
-            return .failed("bad-output: 'snapshot' must be a dictionary, not \(snapshot.typeName)")
+            return .failed(.badOutput("'snapshot' must be a dictionary, not \(snapshot.typeName)"))
         }
         switch answer["result"]?.string {
         case "new-data":
             if let timeline = answer["timeline"] {
-                guard snapshot == nil else { return .failed("bad-output: an answer has 'snapshot' or 'timeline', not both") }
+                guard snapshot == nil else { return .failed(.badOutput("an answer has 'snapshot' or 'timeline', not both")) }
                 do {
                     return .newData(try TimelineAnswer.parse(timeline: timeline, policy: answer["policy"]))
                 } catch {
-                    return .failed("bad-output: \(error)")
+                    return .failed(.badOutput("\(error)"))
                 }
             }
             guard let snapshot = snapshot?.dictionary else {
-                return .failed("bad-output: 'new-data' needs a 'snapshot' dictionary or a 'timeline'")
+                return .failed(.badOutput("'new-data' needs a 'snapshot' dictionary or a 'timeline'"))
             }
-            if let problem = Snapshot.problem(snapshot) { return .failed("bad-output: \(problem)") }
+            if let problem = SnapshotRules.problem(snapshot) { return .failed(.badOutput("\(problem)")) }
             do {
-                var timeline = TimelineAnswer(snapshot: try Snapshot.stored(snapshot))
+                var timeline = TimelineAnswer(snapshot: try SnapshotRules.stored(snapshot))
                 if let policy = answer["policy"] { timeline.policy = try TimelineAnswer.policy(policy) }
                 return .newData(timeline)
             } catch {
-                return .failed("bad-output: \(error)")
+                return .failed(.badOutput("\(error)"))
             }
         case "no-data": return .noData
-        case "failed": return .failed("reported")
+        case "failed": return .failed(.reported)
         case let other:
-            return .failed("bad-output: 'result' must be new-data, no-data or failed, not \(other.map { "'\($0)'" } ?? "missing")")
+            return .failed(.badOutput("'result' must be new-data, no-data or failed, not \(other.map { "'\($0)'" } ?? "missing")"))
         }
-    }
-}
-
-/// The rules a snapshot follows (SPEC section 2).
-public enum Snapshot {
-    public struct Unstorable: Error, CustomStringConvertible {
-        public var description: String
-    }
-
-    /// The snapshot as todayd keeps it: every date to its whole second
-    /// (rounded down), since the cache is an XML property list, which keeps
-    /// no fraction, so the snapshot published now and the one read back
-    /// after a restart are equal. A date before 1970 cannot be published
-    /// (D-Bus `t` counts from 1970) and is refused, naming its key.
-    public static func stored(_ snapshot: PlistDictionary) throws -> PlistDictionary {
-        guard case .dictionary(let result) = try stored(.dictionary(snapshot), at: "") else { return snapshot }
-        return result
-    }
-
-    /// The cache is XML, which cannot hold control characters other than
-    /// tab, line feed and carriage return, nor U+FFFE and U+FFFF.
-    private static func storable(_ text: String, at path: String) throws {
-        guard let bad = text.unicodeScalars.first(where: { ($0.value < 0x20 && !["\t", "\n", "\r"].contains($0)) || $0.value == 0xFFFE || $0.value == 0xFFFF })
-        else { return }
-        throw Unstorable(
-            description: "snapshot key '\(path.prefix(100))' holds the control character U+\(String(bad.value, radix: 16, uppercase: true)), which todayd cannot store")
-    }
-
-    private static func stored(_ value: PlistValue, at path: String) throws -> PlistValue {
-        switch value {
-        case .date(let date):
-            let seconds = date.timeIntervalSince1970.rounded(.down)
-            guard seconds >= 0 else {
-                throw Unstorable(
-                    description: "snapshot key '\(path)' holds a date before 1970 (\(seconds) s), which D-Bus cannot carry")
-            }
-            return .date(Date(timeIntervalSince1970: seconds))
-        case .string(let text):
-            try storable(text, at: path)
-            return value
-        case .array(let elements):
-            return .array(try elements.enumerated().map { try stored($0.element, at: "\(path)[\($0.offset)]") })
-        case .dictionary(let dictionary):
-            var result = PlistDictionary()
-            for (key, element) in dictionary {
-                let at = path.isEmpty ? key : "\(path).\(key)"
-                try storable(key, at: at)
-                result[key] = try stored(element, at: at)
-            }
-            return .dictionary(result)
-        default:
-            return value
-        }
-    }
-
-    public static let maximumSize = 4 << 20
-    public static let maximumImage = 1 << 20
-    public static let maximumActions = 8
-
-    /// A button or toggle a snapshot offers (SPEC section 10).
-    public struct Action: Sendable, Equatable {
-        public var id: String
-        public var isToggle: Bool
-        /// A toggle's current state.
-        public var state: Bool
-    }
-
-    /// The actions the snapshot offers, in order.
-    public static func actions(of snapshot: PlistDictionary) -> [Action] {
-        (snapshot["actions"]?.array ?? []).compactMap { value in
-            guard let id = value["id"]?.string else { return nil }
-            return Action(id: id, isToggle: value["kind"]?.string == "toggle", state: value["state"]?.bool ?? false)
-        }
-    }
-
-    /// The snapshot with toggle `id` set to `state`.
-    public static func setting(_ id: String, to state: Bool, in snapshot: PlistDictionary) -> PlistDictionary {
-        guard let list = snapshot["actions"]?.array else { return snapshot }
-        var result = snapshot
-        result["actions"] = .array(
-            list.map { value in
-                guard var action = value.dictionary, action["id"]?.string == id else { return value }
-                action["state"] = .boolean(state)
-                return .dictionary(action)
-            })
-        return result
-    }
-
-    static func isValidActionID(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count)
-            && id.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "." || $0 == "_" || $0 == "-" }
-    }
-
-    /// Why the snapshot's `actions`, or the `action` of one of its items,
-    /// break SPEC section 10's rules, or nil.
-    static func actionProblem(_ snapshot: PlistDictionary) -> String? {
-        var ids = Set<String>()
-        if let value = snapshot["actions"] {
-            guard let list = value.array, list.allSatisfy({ $0.dictionary != nil }) else {
-                return "snapshot key 'actions' must be an array of dictionaries, not \(value.typeName)"
-            }
-            guard list.count <= maximumActions else { return "snapshot offers \(list.count) actions; at most \(maximumActions)" }
-            for (index, action) in list.enumerated() {
-                let at = "actions[\(index)]"
-                guard let id = action["id"]?.string, isValidActionID(id) else {
-                    return "\(at).id must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
-                }
-                guard ids.insert(id).inserted else { return "\(at).id '\(id)' is used twice" }
-                guard action["title"]?.string != nil else { return "\(at) ('\(id)') needs a 'title' string" }
-                switch action["kind"]?.string {
-                case "button": break
-                case "toggle":
-                    guard action["state"]?.bool != nil else { return "\(at) ('\(id)') is a toggle and needs a boolean 'state'" }
-                default: return "\(at).kind must be 'button' or 'toggle'"
-                }
-                for key in ["icon-name", "accessibility-label"] {
-                    if let extra = action[key], extra.string == nil { return "\(at).\(key) must be a string, not \(extra.typeName)" }
-                }
-            }
-        }
-        for (index, item) in (snapshot["items"]?.array ?? []).enumerated() {
-            guard let named = item["action"] else { continue }
-            guard let id = named.string, ids.contains(id) else {
-                return "items[\(index)].action must name one of the snapshot's actions"
-            }
-        }
-        return nil
-    }
-
-    /// Why a snapshot cannot be published, or nil.
-    public static func problem(_ snapshot: PlistDictionary) -> String? {
-        let typed: [(String, String, (PlistValue) -> Bool)] = [
-            ("title", "a string", { $0.string != nil }), ("subtitle", "a string", { $0.string != nil }),
-            ("body", "a string", { $0.string != nil }), ("image-path", "a string", { $0.string != nil }),
-            ("url", "a string", { $0.string != nil }), ("accessibility-label", "a string", { $0.string != nil }),
-            ("image", "data", { $0.data != nil }),
-            ("items", "an array of dictionaries", { $0.array?.allSatisfy { $0.dictionary != nil } ?? false }),
-        ]
-        for (key, kind, check) in typed {
-            if let value = snapshot[key], !check(value) { return "snapshot key '\(key)' must be \(kind), not \(value.typeName)" }
-        }
-        if let problem = actionProblem(snapshot) { return problem }
-        if let image = snapshot["image"]?.data, image.count > maximumImage {
-            return "snapshot image is \(image.count) bytes, over the limit of \(maximumImage)"
-        }
-        if let encoded = try? Plist.write(.dictionary(snapshot), format: .binary), encoded.count > maximumSize {
-            return "snapshot is \(encoded.count) bytes encoded, over the limit of \(maximumSize)"
-        }
-        return nil
     }
 }

@@ -8,8 +8,10 @@ import PropertyList
 /// written durably.
 public struct WidgetRecord: Sendable, Equatable {
     public var hasContent = true
-    public var lastResult = ""
-    public var lastFailure = ""
+    /// Nil until the first update.
+    public var lastResult: UpdateResult?
+    /// Nil unless the last update failed.
+    public var lastFailure: FailureReason?
     /// Microseconds since the epoch; 0: never.
     public var lastUpdated: UInt64 = 0
     public var schedule = Schedule()
@@ -19,8 +21,8 @@ public struct WidgetRecord: Sendable, Equatable {
     var plist: PlistValue {
         var d = PlistDictionary()
         d["HasContent"] = .boolean(hasContent)
-        d["LastResult"] = .string(lastResult)
-        d["LastFailure"] = .string(lastFailure)
+        d["LastResult"] = .string(lastResult?.rawValue ?? "")
+        d["LastFailure"] = .string(lastFailure?.description ?? "")
         d["LastUpdated"] = .unsigned(lastUpdated)
         d["BudgetDay"] = .integer(schedule.budgetDay)
         d["BudgetUsed"] = .integer(Int64(schedule.budgetUsed))
@@ -31,8 +33,8 @@ public struct WidgetRecord: Sendable, Equatable {
 
     init(plist: PlistValue) {
         hasContent = plist["HasContent"]?.bool ?? true
-        lastResult = plist["LastResult"]?.string ?? ""
-        lastFailure = plist["LastFailure"]?.string ?? ""
+        lastResult = plist["LastResult"]?.string.flatMap(UpdateResult.init(rawValue:))
+        lastFailure = plist["LastFailure"]?.string.flatMap { $0.isEmpty ? nil : FailureReason($0) }
         lastUpdated = plist["LastUpdated"]?.uint64 ?? 0
         schedule.budgetDay = plist["BudgetDay"]?.int64 ?? 0
         schedule.budgetUsed = UInt32(clamping: plist["BudgetUsed"]?.int64 ?? 0)

@@ -26,7 +26,7 @@ struct BusProvider {
     /// result, a{sv} snapshot)`, or for GetTimeline `(s result, aa{sv}
     /// entries, a{sv} policy)`.
     private func call(_ member: String, _ arguments: [Value]) async -> ProviderOutcome {
-        guard let bus = BusName(rawValue: name) else { return .failed("no-provider") }
+        guard let bus = BusName(rawValue: name) else { return .failed(.noProvider) }
         let reply: Message
         do {
             reply = try await connection.call(
@@ -34,16 +34,16 @@ struct BusProvider {
                 arguments, timeout: timeout)
         } catch let error as DBusError {
             switch error.name {
-            case .noReply, .timeout: return .failed("timeout")
-            case .serviceUnknown, .nameHasNoOwner: return .failed("no-provider")
-            default: return .failed("reported")
+            case .noReply, .timeout: return .failed(.timeout)
+            case .serviceUnknown, .nameHasNoOwner: return .failed(.noProvider)
+            default: return .failed(.reported)
             }
         } catch {
-            return .failed("reported")
+            return .failed(.reported)
         }
         let expected = member == "GetTimeline" ? "saa{sv}a{sv}" : "sa{sv}"
         guard reply.signature == expected, let result = reply.body[0].string else {
-            return .failed("bad-output: the provider answered '\(reply.signature)' where '(\(expected))' is expected")
+            return .failed(.badOutput("the provider answered '\(reply.signature)' where '(\(expected))' is expected"))
         }
         do {
             var answer = PlistDictionary()
@@ -61,7 +61,7 @@ struct BusProvider {
             }
             return ExecProvider.outcome(of: .dictionary(answer))
         } catch {
-            return .failed("bad-output: \(error)")
+            return .failed(.badOutput("\(error)"))
         }
     }
 }

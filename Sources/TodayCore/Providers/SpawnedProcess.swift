@@ -132,7 +132,7 @@ struct SpawnedProcess {
         case exited(Int32)
         case signaled(Int32)
         /// Stopped by us for the reason given.
-        case killed(String)
+        case killed(FailureReason)
     }
 
     /// Feeds `input`, collects standard output and error, and enforces
@@ -149,7 +149,7 @@ struct SpawnedProcess {
         var errorText = Data()
         var errorDropped = 0
         var inputOffset = 0
-        var reason: String?
+        var reason: FailureReason?
         var killAt: ContinuousClock.Instant?
         var exited = false
         let memory = MemoryWatch.shared.watch(pid, limit: limits.memory)
@@ -181,7 +181,7 @@ struct SpawnedProcess {
         // held up for the quiet period at most.
         let quietUntil = start + quietPeriod
 
-        func stop(_ why: String, signal: Int32) {
+        func stop(_ why: FailureReason, signal: Int32) {
             if reason == nil { reason = why }
             if confined && signal == SIGTERM {
                 for inside in MemoryWatch.descendants(of: pid) { kill(inside, SIGTERM) }
@@ -215,7 +215,7 @@ struct SpawnedProcess {
                     if count > 0 {
                         if entry.fd == stdout {
                             output.append(contentsOf: buffer[0..<count])
-                            if output.count > limits.output { stop("too-large", signal: SIGKILL) }
+                            if output.count > limits.output { stop(.tooLarge, signal: SIGKILL) }
                         } else {
                             let room = max(0, limits.errorLog - errorText.count)
                             errorText.append(contentsOf: buffer[0..<min(count, room)])
@@ -228,14 +228,14 @@ struct SpawnedProcess {
                 }
             }
             let now = ContinuousClock.now
-            if reason == nil, now - start >= limits.timeout { stop("timeout", signal: SIGTERM) }
+            if reason == nil, now - start >= limits.timeout { stop(.timeout, signal: SIGTERM) }
             if let due = killAt, now >= due {
                 kill(-pid, SIGKILL)
                 // Again later if the process outlives it (an uninterruptible
                 // wait delays it).
                 killAt = now + .milliseconds(100)
             }
-            if reason == nil, memory.exceeded { stop("memory-limit", signal: SIGKILL) }
+            if reason == nil, memory.exceeded { stop(.memoryLimit, signal: SIGKILL) }
             var info = siginfo_t()
             if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, today_siginfo_pid(&info) == pid {
                 exited = true
@@ -248,7 +248,7 @@ struct SpawnedProcess {
                 guard count > 0 else { break }
                 if fd == stdout {
                     if output.count <= limits.output { output.append(contentsOf: buffer[0..<count]) }
-                    if output.count > limits.output, reason == nil { reason = "too-large" }
+                    if output.count > limits.output, reason == nil { reason = .tooLarge }
                 } else {
                     let room = max(0, limits.errorLog - errorText.count)
                     errorText.append(contentsOf: buffer[0..<min(count, room)])
@@ -261,7 +261,7 @@ struct SpawnedProcess {
         stdout = -1
         stderr = -1
         MemoryWatch.shared.stop(memory)
-        if reason == nil, memory.exceeded { reason = "memory-limit" }
+        if reason == nil, memory.exceeded { reason = .memoryLimit }
         beforeReap()
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

@@ -158,10 +158,10 @@ public struct TimelineAnswer: Sendable, Equatable {
             guard let dateValue = entry["date"] else { throw Problem(description: "\(at) has no 'date'") }
             let date = try Self.date(dateValue, at: "\(at).date")
             guard let snapshot = entry["snapshot"]?.dictionary else { throw Problem(description: "\(at) needs a 'snapshot' dictionary") }
-            if let problem = Snapshot.problem(snapshot) { throw Problem(description: "\(at): \(problem)") }
+            if let problem = SnapshotRules.problem(snapshot) { throw Problem(description: "\(at): \(problem)") }
             let stored: PlistDictionary
             do {
-                stored = try Snapshot.stored(snapshot)
+                stored = try SnapshotRules.stored(snapshot)
             } catch {
                 throw Problem(description: "\(at): \(error)")
             }

@@ -96,7 +96,7 @@ public enum ValueMapping {
     }
 
     /// A date as microseconds since the epoch; dates before it are 0
-    /// (snapshots and group values never hold one: see `Snapshot.stored`).
+    /// (snapshots and group values never hold one: see `SnapshotRules.stored`).
     public static func microseconds(_ date: Date) -> UInt64 {
         let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
         guard value > 0 else { return 0 }

@@ -1,0 +1,244 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import PropertyList
+import Synchronization
+
+/// The rules of SPEC section 3 that one manifest value must keep: each
+/// reads a value or throws a BundleProblem that names the file and key.
+extension BundleCatalog {
+    static func infoPlist(_ bundle: String) throws -> PlistDictionary {
+        let path = bundle + "/Info.plist"
+        let value: PlistValue
+        do {
+            value = try Plist.read(contentsOf: path)
+        } catch where !FileSystem.exists(path) {
+            throw BundleProblem(file: path, key: "-", message: "missing; every bundle needs an Info.plist")
+        } catch {
+            throw BundleProblem(file: path, key: "-", message: "not a readable property list (\(error)); fix or remove it")
+        }
+        guard let dictionary = value.dictionary else {
+            throw BundleProblem(file: path, key: "-", message: "the root must be a <dict>, not <\(value.typeName)>")
+        }
+        return dictionary
+    }
+
+    static func bundleID(_ info: PlistDictionary, in file: String) throws -> String {
+        guard let id = try string(info, "CFBundleIdentifier", in: file) else {
+            throw BundleProblem(file: file, key: "CFBundleIdentifier", message: "missing; add it as a <string> such as org.example.App")
+        }
+        guard isValidBundleID(id) else {
+            throw BundleProblem(file: file, key: "CFBundleIdentifier", message: "'\(id.prefix(300))' is not reverse-DNS: [A-Za-z0-9.-], at most 255 bytes, no empty part")
+        }
+        return id
+    }
+
+    static func string(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String = "") throws -> String? {
+        guard let value = dictionary[key] else { return nil }
+        guard let text = value.string else {
+            throw BundleProblem(file: file, key: prefix + key, message: "must be a <string>, not <\(value.typeName)>")
+        }
+        return text
+    }
+
+    static func dictionary(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String = "") throws -> PlistDictionary? {
+        guard let value = dictionary[key] else { return nil }
+        guard let result = value.dictionary else {
+            throw BundleProblem(file: file, key: prefix + key, message: "must be a <dict>, not <\(value.typeName)>")
+        }
+        return result
+    }
+
+    static func number(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Double? {
+        guard let value = dictionary[key] else { return nil }
+        switch value {
+        case .real(let d): return d
+        case .integer(let i): return Double(i)
+        default: throw BundleProblem(file: file, key: prefix + key, message: "must be a <real>, not <\(value.typeName)>")
+        }
+    }
+
+    static func boolean(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Bool? {
+        guard let value = dictionary[key] else { return nil }
+        guard let flag = value.bool else {
+            throw BundleProblem(file: file, key: prefix + key, message: "must be <true/> or <false/>, not <\(value.typeName)>")
+        }
+        return flag
+    }
+
+    static func integer(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Int64? {
+        guard let value = dictionary[key] else { return nil }
+        guard let number = value.int64 else {
+            throw BundleProblem(file: file, key: prefix + key, message: "must be an <integer>, not <\(value.typeName)>")
+        }
+        return number
+    }
+
+    /// Reverse-DNS: `[A-Za-z0-9.-]`, at most 255 bytes, no empty component.
+    public static func isValidBundleID(_ id: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 255 else { return false }
+        guard id.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }) else { return false }
+        return !id.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty }
+    }
+
+    /// `group.` followed by reverse-DNS characters, at most 255 bytes, no `..`.
+    public static func isValidGroupID(_ id: String) -> Bool {
+        id.hasPrefix("group.") && id.count > 6 && isValidBundleID(id)
+    }
+
+    /// A well-known D-Bus name (the D-Bus specification's rules): two or
+    /// more elements of `[A-Za-z0-9_-]` separated by dots, none starting
+    /// with a digit, at most 255 bytes.
+    public static func isWellKnownBusName(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 255 else { return false }
+        let elements = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard elements.count >= 2 else { return false }
+        return elements.allSatisfy { element in
+            guard let first = element.utf8.first, !(48...57).contains(first) else { return false }
+            return element.utf8.allSatisfy {
+                (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || $0 == 95 || $0 == 45
+            }
+        }
+    }
+
+    /// An RFC 3986 scheme: a letter, then letters, digits, `+`, `-`, `.`.
+    public static func isValidScheme(_ scheme: String) -> Bool {
+        guard let first = scheme.utf8.first, (65...90).contains(first) || (97...122).contains(first), scheme.utf8.count <= 64 else { return false }
+        return scheme.utf8.allSatisfy { (65...90).contains($0) || (97...122).contains($0) || (48...57).contains($0) || $0 == 43 || $0 == 45 || $0 == 46 }
+    }
+
+    /// The URL schemes of CFBundleURLTypes.
+    static func urlSchemes(_ info: PlistDictionary, in file: String) throws -> [String] {
+        guard let value = info["CFBundleURLTypes"] else { return [] }
+        guard let types = value.array else {
+            throw BundleProblem(file: file, key: "CFBundleURLTypes", message: "must be an <array> of <dict>, not <\(value.typeName)>")
+        }
+        var schemes: [String] = []
+        for (index, type) in types.enumerated() {
+            let key = "CFBundleURLTypes[\(index)].CFBundleURLSchemes"
+            guard let entry = type.dictionary, let list = entry["CFBundleURLSchemes"]?.array else {
+                throw BundleProblem(file: file, key: key, message: "each URL type needs CFBundleURLSchemes, an <array> of <string>")
+            }
+            for item in list {
+                guard let scheme = item.string, isValidScheme(scheme) else {
+                    throw BundleProblem(file: file, key: key, message: "'\(item.string ?? item.typeName)' is not a URL scheme: a letter, then letters, digits, '+', '-' or '.'")
+                }
+                guard !["file", "http", "https"].contains(scheme.lowercased()) else {
+                    throw BundleProblem(file: file, key: key, message: "'\(scheme)' belongs to the system; declare a scheme of the app's own")
+                }
+                schemes.append(scheme)
+            }
+        }
+        return schemes
+    }
+
+    /// A CFBundleExecutable: a relative path that stays inside its bundle
+    /// once symlinks are resolved and names an executable regular file.
+    /// Returns the resolved path.
+    static func executable(_ name: String, inside bundle: String, file: String) throws -> String {
+        guard !name.isEmpty, !name.hasPrefix("/") else {
+            throw BundleProblem(file: file, key: "CFBundleExecutable", message: "'\(name)' must be a path relative to the bundle")
+        }
+        switch resolve(bundle + "/" + name, inside: bundle) {
+        case .success(let path): return path
+        case .failure(let problem): throw BundleProblem(file: file, key: "CFBundleExecutable", message: problem.description)
+        }
+    }
+
+    /// A file named in a manifest (an icon): inside the bundle, regular.
+    static func resource(_ name: String, inside bundle: String, key: String, file: String) throws -> String {
+        guard !name.isEmpty, !name.hasPrefix("/") else {
+            throw BundleProblem(file: file, key: key, message: "'\(name)' must be a path relative to the bundle")
+        }
+        guard let real = realpath(bundle + "/" + name, nil) else {
+            throw BundleProblem(file: file, key: key, message: "'\(name)' is not in the bundle; add the file or remove the key")
+        }
+        defer { free(real) }
+        let resolved = String(cString: real)
+        guard let root = realpath(bundle, nil) else { return resolved }
+        defer { free(root) }
+        guard resolved.hasPrefix(String(cString: root) + "/") else {
+            throw BundleProblem(file: file, key: key, message: "'\(name)' leads outside the bundle; keep the file inside")
+        }
+        return resolved
+    }
+
+    struct ExecutableProblem: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Where an executable really is: a regular, executable file that
+    /// stays inside `bundle` once symlinks are resolved.
+    static func resolve(_ path: String, inside bundle: String) -> Result<String, ExecutableProblem> {
+        let name = path.hasPrefix(bundle + "/") ? String(path.dropFirst(bundle.count + 1)) : path
+        guard let real = realpath(path, nil) else {
+            return .failure(ExecutableProblem(description: "'\(name)' is not in the bundle (\(String(cString: strerror(errno)))); build and install the executable"))
+        }
+        let resolved = String(cString: real)
+        free(real)
+        guard let bundleReal = realpath(bundle, nil) else {
+            return .failure(ExecutableProblem(description: "cannot resolve the bundle folder \(bundle)"))
+        }
+        let root = String(cString: bundleReal)
+        free(bundleReal)
+        guard resolved.hasPrefix(root + "/") else {
+            return .failure(ExecutableProblem(description: "'\(name)' leads outside the bundle (to \(resolved)); keep the executable inside"))
+        }
+        var info = stat()
+        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(ExecutableProblem(description: "'\(name)' is not a regular file"))
+        }
+        guard access(resolved, X_OK) == 0 else {
+            return .failure(ExecutableProblem(description: "'\(name)' is not executable; chmod +x it"))
+        }
+        return .success(resolved)
+    }
+
+    /// The app groups a bundle's entitlements name (SPEC section 3):
+    /// `Entitlements.plist`, or else a single `*.entitlements` file.
+    static func entitledGroups(_ bundle: String) throws -> [String] { try entitlements(bundle).groups }
+
+    /// What a bundle's entitlements grant: app groups, and the network
+    /// (`com.apple.security.network.client`, which the sandbox honours).
+    struct Entitlements {
+        var groups: [String] = []
+        var networkClient = false
+    }
+
+    static func entitlements(_ bundle: String) throws -> Entitlements {
+        var path = bundle + "/Entitlements.plist"
+        let names = FileSystem.entries(bundle)
+        if !names.contains("Entitlements.plist") {
+            let candidates = names.filter { $0.hasSuffix(".entitlements") }.sorted()
+            guard !candidates.isEmpty else { return Entitlements() }
+            guard candidates.count == 1 else {
+                throw BundleProblem(file: bundle, key: "-", message: "has \(candidates.count) *.entitlements files (\(candidates.joined(separator: ", "))); keep one, or name it Entitlements.plist")
+            }
+            path = bundle + "/" + candidates[0]
+        }
+        let value: PlistValue
+        do {
+            value = try Plist.read(contentsOf: path)
+        } catch {
+            throw BundleProblem(file: path, key: "-", message: "not a readable property list (\(error)); fix or remove it")
+        }
+        let network = "com.apple.security.network.client"
+        if let flag = value[network], flag.bool == nil {
+            throw BundleProblem(file: path, key: network, message: "must be <true/> or <false/>, not <\(flag.typeName)>")
+        }
+        let networkClient = value[network]?.bool ?? false
+        let key = "com.apple.security.application-groups"
+        guard let entry = value[key] else { return Entitlements(networkClient: networkClient) }
+        guard let list = entry.array else {
+            throw BundleProblem(file: path, key: key, message: "must be an <array> of <string> group ids, not <\(entry.typeName)>")
+        }
+        var groups: [String] = []
+        for item in list {
+            guard let group = item.string, isValidGroupID(group) else {
+                throw BundleProblem(file: path, key: key, message: "'\(item.string ?? item.typeName)' is not a group id: 'group.' and reverse-DNS characters, at most 255 bytes, no '..'")
+            }
+            if !groups.contains(group) { groups.append(group) }
+        }
+        return Entitlements(groups: groups, networkClient: networkClient)
+    }
+}

@@ -1,0 +1,39 @@
+import DBus
+import FoundationEssentials
+import Glibc
+import PropertyList
+import Synchronization
+
+/// Log lines to standard error; info lines only when verbose. When
+/// standard error is the journal (JOURNAL_STREAM names it), each line
+/// starts with its syslog priority, which journald reads: `<4>` for
+/// warnings, `<6>` for info.
+public struct Logger: Sendable {
+    public var verbose: Bool
+    public var journal: Bool
+
+    public init(verbose: Bool, journal: Bool = false) {
+        self.verbose = verbose
+        self.journal = journal
+    }
+
+    public func info(_ message: String) { if verbose { write(line(message, priority: 6)) } }
+    public func warning(_ message: String) { write(line(message, priority: 4)) }
+
+    /// The line as written: with its priority for the journal, else plain.
+    public func line(_ message: String, priority: Int) -> String {
+        let text = message.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")
+        return journal ? "<\(priority)>\(text)\n" : "todayd: \(text)\n"
+    }
+
+    /// Whether standard error is the journal stream that JOURNAL_STREAM
+    /// (`device:inode`) names, as systemd sets it for a service.
+    public static func standardErrorIsJournal(_ environment: [String: String]) -> Bool {
+        guard let stream = environment["JOURNAL_STREAM"] else { return false }
+        var info = stat()
+        guard fstat(2, &info) == 0 else { return false }
+        return stream == "\(info.st_dev):\(info.st_ino)"
+    }
+
+    private func write(_ text: String) { FileSystem.writeAll(2, text) }
+}

@@ -1,0 +1,210 @@
+import DBus
+import FoundationEssentials
+import Glibc
+import PropertyList
+import Synchronization
+
+/// The todayd service on one bus connection: the manager object and one
+/// object per installed widget, kept in step with the bundle folders; the
+/// provider runs, their snapshots and the schedule.
+public final class TodayService: Sendable {
+    public let connection: Connection
+    public let directories: Directories
+    public let identities: Identities
+    let groups: GroupService
+    let log: Logger
+    let store: WidgetStore
+    /// The desktop entries and mimeapps.list files, read again when they change.
+    let mimeIndex: MimeIndexCache
+    /// The processes started to open URLs, to see a URL come back.
+    let urlLaunches = URLLaunches()
+    let providers = RunningProviders()
+    let slots = ProviderSlots(count: 64)
+    /// The session's environment, which providers inherit.
+    let environment: [String: String]
+    let busAddress: String?
+    /// How exec providers are confined.
+    let confinement: ProviderRun.Confinement
+    /// The clock; tests pass their own.
+    let now: @Sendable () -> Date
+    private let center: ExportedInterface
+    let state = Mutex(State())
+    /// Called between copying a record and writing it: where a test holds
+    /// one write to show that another cannot overtake it.
+    let beforeRecordWrite = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+
+    struct State {
+        var widgets: [String: Widget] = [:]
+        var order: [String] = []
+        var bundleIDs: Set<String> = []
+        var apps: [AppManifest] = []
+        var scheduler: Task<Void, Never>?
+        var stopping = false
+        /// Widgets whose record changed since it was last written.
+        var unsaved: Set<String> = []
+        /// Update calls each connection has waiting for an answer.
+        var pendingCalls: [String: Int] = [:]
+        var flush: Task<Void, Never>?
+    }
+
+    public init(
+        connection: Connection, directories: Directories, log: Logger, environment: [String: String] = [:],
+        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: @escaping @Sendable () -> Date = { Date() },
+        confinement: ProviderRun.Confinement = .none
+    ) {
+        self.confinement = confinement
+        self.connection = connection
+        self.directories = directories
+        self.log = log
+        self.environment = environment
+        self.busAddress = busAddress
+        self.now = now
+        store = WidgetStore(directories: directories)
+        mimeIndex = MimeIndexCache(configuration: MimeApps(environment: environment))
+        identities = Identities(userID: userID, procRoot: procRoot, providers: providers)
+        groups = GroupService(connection: connection, identities: identities, directories: directories, log: log)
+        let holder = Mutex<TodayService?>(nil)
+        @Sendable func service() throws -> TodayService {
+            guard let service = holder.withLock({ $0 }) else { throw DBusError.failed("todayd is shutting down") }
+            return service
+        }
+        center = ExportedInterface(
+            Today.center,
+            properties: ["Version": .string(Today.version), "BundleDirectories": .strings(directories.bundleFolders)],
+            methods: [
+                "Reload": { _ in
+                    try service().reload()
+                    return []
+                },
+                "UpdateAll": { call in
+                    let service = try service()
+                    let results = try await service.limitingCalls(of: call.sender) { await service.updateAll() }
+                    return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0), .string($0.1.rawValue)) })]
+                },
+                "SetHasContent": { call in
+                    try await service().setHasContent(call, call.arguments[0].bool ?? true, widget: try Self.widgetID(call.arguments[1]))
+                    return []
+                },
+                "OpenURL": { call in
+                    [.string(try await service().open(call.arguments[0].string ?? "", platformData: call.arguments[1], from: call))]
+                },
+                "ResolveURL": { call in
+                    [.string(try await service().resolve(call.arguments[0].string ?? "").id)]
+                },
+                "ContainerPathForGroup": { call in
+                    let service = try service()
+                    let store = try await service.groups.authorize(call, call.arguments[0].string ?? "")
+                    do {
+                        return [.string(try store.makeContainer())]
+                    } catch {
+                        throw TodayError.storage("cannot create the group's container: \(error)")
+                    }
+                },
+                "GroupObject": { call in
+                    let service = try service()
+                    let store = try await service.groups.authorize(call, call.arguments[0].string ?? "")
+                    return [.objectPath(Today.groupPath(store.identifier))]
+                },
+                "ReloadTimelines": { call in
+                    try await service().reloadTimelines(call, widget: try Self.widgetID(call.arguments[0]))
+                    return []
+                },
+                "ReloadAllTimelines": { call in
+                    try await service().reloadAllTimelines(call)
+                    return []
+                },
+                "RegisterApp": { call in
+                    let service = try service()
+                    let id = call.arguments[0].string ?? ""
+                    guard BundleCatalog.isValidBundleID(id) else {
+                        throw TodayError.invalidArgs("'\(id.prefix(300))' is not a bundle id: reverse-DNS, [A-Za-z0-9.-], at most 255 bytes")
+                    }
+                    try await service.identities.register(call, as: id) { id in
+                        service.state.withLock { $0.bundleIDs.contains(id) }
+                    }
+                    service.log.info("\(call.sender) registered as \(id)")
+                    return []
+                },
+            ],
+            immediate: [
+                "ListWidgets": { _ in
+                    [.objectPaths(try service().widgetIDs.map(Today.widgetPath))]
+                }
+            ],
+            deferred: [
+                "PerformUpdate": { call, answer in
+                    try service().answerUpdate(try Self.widgetID(call.arguments[0]), call, answer)
+                }
+            ])
+        holder.withLock { $0 = self }
+        connection.objects.setGate(identities.gate(on: connection))
+        connection.objects.addObjectManager(at: Today.managerPath)
+        connection.objects.export(Today.managerPath, [center])
+    }
+
+    /// A widget id argument: a bundle id, or InvalidArgs.
+    static func widgetID(_ value: Value) throws -> String {
+        let id = value.string ?? ""
+        guard BundleCatalog.isValidBundleID(id) else {
+            throw TodayError.invalidArgs("'\(id.prefix(300))' is not a widget id: a bundle id such as tech.agostini.app.LatestPost")
+        }
+        return id
+    }
+
+    /// Starts what runs in the background: forgetting connections that
+    /// leave the bus, and the scheduler.
+    public func start() async throws {
+        try await connection.subscribe(
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"))
+        ) { [identities] message in
+            let args = message.body.compactMap(\.string)
+            if args.count == 3, args[0].hasPrefix(":"), args[2].isEmpty { identities.forget(args[0]) }
+        }
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                let wait = self.runDueUpdates()
+                try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+            }
+        }
+        state.withLock { $0.scheduler = task }
+    }
+
+    /// Stops the scheduler and the providers, and waits (a few seconds at
+    /// most) until what is being written is on disk. Updates cut short are
+    /// not recorded as failures.
+    public func stop() async {
+        let (scheduler, widgets) = state.withLock { state in
+            state.stopping = true
+            return (state.scheduler, Array(state.widgets.values))
+        }
+        scheduler?.cancel()
+        providers.killAll()
+        let running = widgets.compactMap { widget in widget.data.withLock { $0.running } }
+        let finished = Task {
+            for update in running { _ = await update.result() }
+        }
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(3))
+            finished.cancel()
+        }
+        _ = await finished.value
+        deadline.cancel()
+        flushRecords()
+    }
+
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// One field of the state.
+    func state<T: Sendable>(_ field: KeyPath<State, T> & Sendable) -> T { state.withLock { $0[keyPath: field] } }
+
+    /// Widget ids sorted by display name, then id.
+    public var widgetIDs: [String] { state.withLock { $0.order } }
+
+    func widget(_ id: String) throws -> Widget {
+        guard let widget = state.withLock({ $0.widgets[id] }) else { throw TodayError.noSuchWidget(id) }
+        return widget
+    }
+
+}

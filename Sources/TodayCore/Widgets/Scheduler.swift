@@ -1,0 +1,40 @@
+import DBus
+import FoundationEssentials
+import Glibc
+import PropertyList
+import Synchronization
+
+extension TodayService {
+    // MARK: Schedule
+
+    /// Starts the updates that are due and returns how long to wait, in
+    /// seconds, before looking again.
+    func runDueUpdates() -> Double {
+        let now = self.now()
+        let widgets = state.withLock { Array($0.widgets.values) }
+        var wait = 1.0
+        for widget in widgets {
+            // The next entry of a timeline, when its date has come.
+            let switched = widget.data.withLock { data -> [(String, Value)]? in
+                defer { if let next = data.timeline.nextDate { wait = min(wait, next.timeIntervalSince(now)) } }
+                guard data.timeline.advance(to: now) else { return nil }
+                return Self.entryProperties(of: data)
+            }
+            if let switched { widget.object.set(switched) }
+            let due = widget.data.withLock { data -> Bool in
+                guard data.running == nil, data.record.hasContent, let next = data.record.schedule.next else { return false }
+                if next <= now { return true }
+                wait = min(wait, next.timeIntervalSince(now))
+                return false
+            }
+            if due {
+                performUpdate(widget.id, scheduled: true) { _ in }
+            } else {
+                // The budget starts again at midnight.
+                let left = widget.data.withLock { $0.record.schedule.left(at: now) }
+                widget.object.set("ScheduledUpdatesLeftToday", .uint32(left))
+            }
+        }
+        return max(wait, 0.05)
+    }
+}

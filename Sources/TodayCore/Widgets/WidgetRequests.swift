@@ -1,0 +1,128 @@
+import DBus
+import FoundationEssentials
+import Glibc
+import PropertyList
+import Synchronization
+
+extension TodayService {
+    // MARK: Actions
+
+    /// Widget.PerformAction (SPEC section 10): runs the provider's action
+    /// for a button or toggle the current snapshot offers, after any run
+    /// of this widget under way; calls for the same action and state share
+    /// one run. A toggle shows the state asked for at once.
+    public func performAction(_ id: String, action actionID: String) async throws -> UpdateResult {
+        let widget = try widget(id)
+        let now = self.now()
+        typealias Started = (action: ProviderAction, run: UpdateInProgress, joined: Bool, previous: PlistDictionary, shown: [(String, Value)]?)
+        let started = widget.data.withLock { data -> Result<Started, TodayError> in
+            guard let offered = SnapshotRules.actions(of: data.snapshot).first(where: { $0.id == actionID }) else {
+                return .failure(.noSuchAction(widget: id, action: actionID))
+            }
+            let action = ProviderAction(id: actionID, state: offered.isToggle ? !offered.state : nil)
+            let previous = data.snapshot
+            if let running = data.actionRuns[action] { return .success((action, running, true, previous, nil)) }
+            if let refusal = Self.backOff(data.record, id: id, now: now) { return .failure(refusal) }
+            let run = UpdateInProgress()
+            data.actionRuns[action] = run
+            var shown: [(String, Value)]?
+            if let state = action.state {
+                data.timeline.current?.snapshot = SnapshotRules.setting(actionID, to: state, in: previous)
+                shown = Self.entryProperties(of: data)
+            }
+            return .success((action, run, false, previous, shown))
+        }
+        // The provider gets the snapshot as it was before a toggle.
+        let (action, run, joined, previous, shown) = try started.get()
+        if !joined {
+            if let shown { widget.object.set(shown) }
+            widget.runs.enqueue { [self] next in
+                provide(widget, previous: previous, action: action) { [self] outcome in
+                    run.finish(record(outcome, of: widget, previous: previous, scheduled: false, action: action))
+                    next()
+                }
+            }
+        }
+        return await run.result()
+    }
+
+    /// Error.ProviderFailed while a provider that keeps failing waits out
+    /// its back-off (`Schedule.requestDelay`), or nil.
+    static func backOff(_ record: WidgetRecord, id: String, now: Date) -> TodayError? {
+        let failures = record.schedule.consecutiveFailures
+        let delay = Schedule.requestDelay(failures: failures)
+        guard delay > 0 else { return nil }
+        let ended = Date(timeIntervalSince1970: TimeInterval(record.lastUpdated) / 1e6)
+        let wait = ended.addingTimeInterval(delay).timeIntervalSince(now)
+        guard wait > 0 else { return nil }
+        return .providerFailed(
+            "'\(id)' failed \(failures) times in a row (last: \(record.lastFailure?.description ?? "none")); "
+                + "it runs again on request in \(Int(wait.rounded(.up))) s: fix the provider, then ask again")
+    }
+
+    // MARK: Timelines
+
+    /// Widget.GetTimeline: the current entry and those after it.
+    func timelineValue(_ id: String) throws -> Value {
+        let entries = try widget(id).data.withLock { $0.timeline.entries }
+        return .array(
+            .structure([.uint64, .dictionary(key: .string, value: .variant), .double]),
+            entries.map { .structure([.uint64(ValueMapping.microseconds($0.date)), ValueMapping.dbus($0.snapshot), .double($0.relevance)]) })
+    }
+
+    /// The bundle the caller is, or NotRegistered naming `member`.
+    func callerBundle(_ call: MethodCall, for member: String) async throws -> String {
+        guard let caller = try await identities.caller(of: call).bundleID else { throw TodayError.notRegistered(member) }
+        return caller
+    }
+
+    /// ReloadTimelines: a requested update of one widget, by the widget or
+    /// its container app, sharing a run under way. It answers once the
+    /// update has started, as WidgetCenter's call returns at once; the
+    /// outcome is in `Updated` and the properties.
+    func reloadTimelines(_ call: MethodCall, widget id: String) async throws {
+        let widget = try widget(id)
+        let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
+        let caller = try await callerBundle(call, for: "ReloadTimelines")
+        guard caller == id || caller == container else {
+            throw TodayError.notEntitled("'\(caller)' may not reload the timeline of '\(id)': only the widget or its container app '\(container)' may")
+        }
+        performUpdate(id) { _ in }
+    }
+
+    /// ReloadAllTimelines: every widget of the caller's container app (the
+    /// caller is the app or one of its widgets).
+    func reloadAllTimelines(_ call: MethodCall) async throws {
+        let caller = try await callerBundle(call, for: "ReloadAllTimelines")
+        let widgets = state.withLock { Array($0.widgets.values) }
+        let container = widgets.first { $0.id == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier } } ?? caller
+        for widget in widgets where widget.data.withLock({ $0.manifest.containerBundleIdentifier }) == container {
+            performUpdate(widget.id) { _ in }
+        }
+    }
+
+    // MARK: Has content
+
+    func setHasContent(_ call: MethodCall, _ hasContent: Bool, widget id: String) async throws {
+        let widget = try widget(id)
+        let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
+        guard let caller = try await identities.caller(of: call).bundleID else {
+            throw TodayError.notRegistered("SetHasContent")
+        }
+        guard caller == id || caller == container else {
+            throw TodayError.notEntitled("'\(caller)' may not change whether '\(id)' has content: only the widget or its container app '\(container)' may")
+        }
+        let now = self.now()
+        let changed = widget.data.withLock { data -> Bool in
+            guard data.record.hasContent != hasContent else { return false }
+            data.record.hasContent = hasContent
+            data.record.schedule.plan(at: now, reload: data.reload, hasContent: hasContent, outcome: nil, scheduled: false)
+            return true
+        }
+        guard changed else { return }
+        saveRecord(of: widget)
+        publish(widget)
+        log.info("\(id): has content: \(hasContent) (told by \(caller))")
+    }
+
+}
