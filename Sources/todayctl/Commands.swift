@@ -11,6 +11,7 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
     case "run-provider": try await runProvider(arguments, json: json)
     case "install", "uninstall": try installOrUninstall(name, arguments, json: json)
     case "new": try newProject(arguments, json: json)
+    case "completions": try printCompletions(arguments)
     default:
         let client = try Client(address: address)
         defer { client.close() }

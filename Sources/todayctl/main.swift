@@ -4,30 +4,6 @@ import Glibc
 import PropertyList
 import TodayCore
 
-let commands: [(name: String, usage: String, summary: String)] = [
-    ("list", "list", "the widgets, one per line: id, name, state"),
-    ("show", "show [WIDGET]", "the widgets as cards, as a panel would show them"),
-    ("update", "update WIDGET | update --all", "ask for fresh content now"),
-    ("has-content", "has-content WIDGET true|false --as BUNDLE", "say whether a widget has content (as the widget or its app)"),
-    ("open", "open URL", "open a URL in the app that handles it"),
-    ("resolve", "resolve URL", "which app would get a URL, launching nothing"),
-    ("defaults", "defaults GROUP get KEY | set KEY VALUE [--int|--real|--bool|--date|--data] | remove KEY | list  --as BUNDLE",
-     "read and write an app group's defaults"),
-    ("action", "action WIDGET ACTION", "press a button or toggle of a widget's current snapshot"),
-    ("timeline", "timeline WIDGET", "a widget's timeline: its entries, their relevance, the reload policy and the next reload"),
-    ("bar", "bar [WIDGET…] --format waybar|i3bar|polybar|genmon [--once]",
-     "the widgets as a bar module: a line per change (genmon: once), clicks call Activate"),
-    ("watch", "watch", "print changes as they happen, until interrupted"),
-    ("new", "new app NAME --id ID [--group GROUP] [--scheme SCHEME] [--widget NAME] [--todaykit PATH|URL] [DIR] | new widget NAME --app DIR",
-     "a Swift package for a container app and its widget, written with TodayKit; or another widget for it"),
-    ("install", "install PATH.app [--dir DIR]", "check a bundle as lint does and install it whole (replacing one of the same id)"),
-    ("uninstall", "uninstall BUNDLE_ID [--dir DIR]", "remove an installed bundle"),
-    ("lint", "lint PATH…", "check .app bundles, or folders of them, against the bundle rules"),
-    ("plist", "plist FILE|- [--to xml|binary|json]", "print a property list (XML by default; - reads standard input)"),
-    ("run-provider", "run-provider WIDGET [--bundles DIR]… [--verbose]",
-     "run a widget's provider once, outside todayd, with the same limits and sandbox (--verbose: its command line)"),
-]
-
 let usage = """
     usage: todayctl [--address ADDR] [--json] COMMAND …
 

@@ -8,7 +8,7 @@ import Testing
 /// What widget authors use (SPEC section 12): `.strings` files and
 /// localized names, and `todayctl install` and `uninstall`.
 @Suite struct AuthoringTests {
-    static let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+    static let todayctl = Paths.todayctl
 
     @Test func stringsFiles() throws {
         let text = """

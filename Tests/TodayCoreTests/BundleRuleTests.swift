@@ -186,7 +186,7 @@ import Testing
         let root = try temporaryDirectory("lint")
         defer { try? FileManager.default.removeItem(at: root) }
         try Self.good(root)
-        let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+        let todayctl = Paths.todayctl
         let clean = try await run([todayctl, "lint", root.path, root.path + "/Good.app", Paths.examples])
         #expect(clean.status == 0)
         #expect(clean.output == "4 bundles checked: no problems\n")

@@ -8,7 +8,7 @@ import Testing
 /// todayctl's commands and the example apps (built with TodayKit) against
 /// the real daemon serving the assembled examples.
 @Suite struct ClientTests {
-    static let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+    static let todayctl = Paths.todayctl
     static let latestPost = "tech.agostini.app.LatestPost"
     static let traffic = "com.e-legion.Traffic.Widget"
 

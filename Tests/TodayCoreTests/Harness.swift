@@ -7,6 +7,7 @@ import TestSupport
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let todayd = root.appendingPathComponent(".build/debug/todayd").path
+    static let todayctl = root.appendingPathComponent(".build/debug/todayctl").path
     /// The example bundles as `make test` assembles them (manifests from
     /// data/examples, executables from Examples/).
     static let examples = root.appendingPathComponent(".build/examples").path
@@ -23,23 +24,29 @@ final class TodayDaemon: @unchecked Sendable {
 
     /// Starts todayd on a bus of its own, or on the bus at `address`;
     /// through `launcher` (a command that ends by executing its last
-    /// arguments) when one is given.
+    /// arguments) when one is given; its standard error to the file
+    /// `standardError` (appended to) instead of `log`.
     init(
         bundles: [String], home: URL? = nil, extra: [String] = [], address: String? = nil, path: String? = nil,
-        environment more: [String: String] = [:], launcher: [String] = []
+        environment more: [String: String] = [:], launcher: [String] = [], verbose: Bool = true, standardError: String? = nil
     ) throws {
         self.home = try home ?? temporaryDirectory("todayd")
         let command = launcher + [Paths.todayd]
         process.executableURL = URL(fileURLWithPath: command[0])
         let bus = address.map { ["--address", $0] } ?? ["--private-bus"]
-        process.arguments = Array(command.dropFirst()) + bus + ["--verbose"] + bundles.flatMap { ["--bundles", $0] } + extra
+        process.arguments = Array(command.dropFirst()) + bus + (verbose ? ["--verbose"] : []) + bundles.flatMap { ["--bundles", $0] } + extra
         var environment = Self.environment(home: self.home)
         if let path { environment["PATH"] = path }
         environment.merge(more) { _, given in given }
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = log
+        if let standardError, let file = FileHandle(forWritingAtPath: standardError) {
+            file.seekToEndOfFile()
+            process.standardError = file
+        } else {
+            process.standardError = log
+        }
         try process.run()
         self.address =
             address

@@ -13,6 +13,34 @@ import Testing
         #expect(Logger(verbose: true).line("plain", priority: 4) == "todayd: plain\n")
     }
 
+    @Test func debugLinesOnlyWhenVerbose() async throws {
+        // The real daemon, as systemd starts it, on a bus of its own with
+        // one bundle: info lines always, debug lines (a widget added) only
+        // with --verbose, each with its priority.
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Logs", name: "Logs", widgets: [.init(name: "W", script: "exit 0")])
+        for verbose in [false, true] {
+            let folder = try temporaryDirectory("journal")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let log = folder.appendingPathComponent("stderr")
+            #expect(FileManager.default.createFile(atPath: log.path, contents: nil))
+            var info = stat()
+            #expect(stat(log.path, &info) == 0)
+            let daemon = try TodayDaemon(
+                bundles: [bundles.path], environment: ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"], verbose: verbose,
+                standardError: log.path)
+            let client = try await daemon.ready()
+            client.close()
+            daemon.stop()
+            let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").map(String.init)
+            #expect(lines.contains { $0.hasPrefix("<6>serving io.github.todayd.Today1 with 1 widgets") }, "\(lines)")
+            #expect(lines.contains { $0.hasPrefix("<6>signal 15: exiting") }, "\(lines)")
+            #expect(lines.contains("<7>widget added: org.example.Logs.W from \(bundles.path)/Logs.app/PlugIns/W.appex") == verbose, "\(lines)")
+            #expect(lines.allSatisfy { $0.hasPrefix("<3>") || $0.hasPrefix("<4>") || $0.hasPrefix("<6>") || $0.hasPrefix("<7>") }, "\(lines)")
+        }
+    }
+
     @Test func todaydWritesPrioritiesToTheJournal() async throws {
         let folder = try temporaryDirectory("journal")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -25,7 +53,7 @@ import Testing
         let script = "JOURNAL_STREAM=\(info.st_dev):\(info.st_ino) exec \"$0\" --address unix:path=/nonexistent --verbose 2>>\"$1\""
         _ = try await run(["sh", "-c", script, todayd, log.path])
         let journal = try String(contentsOf: log, encoding: .utf8)
-        #expect(journal.hasPrefix("<4>cannot connect to the bus at unix:path=/nonexistent"), "\(journal)")
+        #expect(journal.hasPrefix("<3>cannot connect to the bus at unix:path=/nonexistent"), "\(journal)")
         // Anywhere else, plain lines.
         let plain = try await run([todayd, "--address", "unix:path=/nonexistent"])
         #expect(plain.error.hasPrefix("todayd: cannot connect"), "\(plain.error)")

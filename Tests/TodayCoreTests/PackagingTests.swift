@@ -58,7 +58,8 @@ import Testing
             ("usr/share/dbus-1/services/io.github.todayd.Today1.service", 0o644),
             ("usr/share/dbus-1/interfaces/io.github.todayd.Today1.xml", 0o644),
             ("usr/share/man/man8/todayd.8.gz", 0o644), ("usr/share/man/man1/todayctl.1.gz", 0o644),
-            ("usr/share/bash-completion/completions/todayctl", 0o644),
+            ("usr/share/bash-completion/completions/todayctl", 0o644), ("usr/share/zsh/vendor-completions/_todayctl", 0o644),
+            ("usr/share/fish/vendor_completions.d/todayctl.fish", 0o644),
             ("usr/share/doc/todayd/README.md", 0o644), ("usr/share/doc/todayd/SPEC.md", 0o644), ("usr/share/doc/todayd/bars.md", 0o644),
         ]
         for (file, mode) in expected {

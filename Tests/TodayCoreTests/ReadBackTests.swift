@@ -136,7 +136,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("n.bplist")
         try Self.answer(dateBits: Double.nan.bitPattern).write(to: file)
-        let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+        let todayctl = Paths.todayctl
         for format in ["xml", "binary", "json"] {
             let result = try await run([todayctl, "plist", file.path, "--to", format])
             #expect(result.status == 1, "\(format): \(result.status) \(result.error)")

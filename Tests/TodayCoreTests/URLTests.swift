@@ -227,7 +227,7 @@ import Testing
 @Suite struct URLLoopTests {
     @Test func aURLThatComesBackIsRefused() async throws {
         let home = try temporaryDirectory("loop")
-        let todayctl = Paths.root.appendingPathComponent(".build/debug/todayctl").path
+        let todayctl = Paths.todayctl
         let applications = home.appendingPathComponent("data/applications")
         try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
         try Data(

@@ -57,11 +57,11 @@ extension TodayService {
         }
         for id in removed {
             connection.objects.unexport(Today.widgetPath(id))
-            log.info("widget removed: \(id)")
+            log.debug("widget removed: \(id)")
         }
         for widget in added {
             connection.objects.export(Today.widgetPath(widget.id), [widget.object])
-            log.info("widget added: \(widget.id) from \(widget.data.withLock { $0.manifest.path })")
+            log.debug("widget added: \(widget.id) from \(widget.data.withLock { $0.manifest.path })")
         }
         for widget in changed { publish(widget) }
     }

@@ -25,7 +25,7 @@ public enum Daemon {
           --address ADDR   the bus to serve on, instead of DBUS_SESSION_BUS_ADDRESS
           --bundles DIR    one more bundle folder, after the XDG ones (repeatable)
           --replace        take the name over from a running todayd
-          --verbose        log every change
+          --verbose        debug lines too: every change, one line each
           --private-bus    start a dbus-daemon of its own, print DBUS_SESSION_BUS_ADDRESS=…, serve there
           --require-sandbox  fail provider runs (no-sandbox) where bubblewrap cannot confine them
           --print-interfaces  print the introspection XML of every interface and exit
@@ -146,11 +146,11 @@ public enum Daemon {
             } else if let given = options.address ?? environment["DBUS_SESSION_BUS_ADDRESS"], !given.isEmpty {
                 address = given
             } else {
-                log.warning("no bus: DBUS_SESSION_BUS_ADDRESS is not set; pass --address ADDR or --private-bus")
+                log.error("no bus: DBUS_SESSION_BUS_ADDRESS is not set; pass --address ADDR or --private-bus")
                 return 1
             }
         } catch {
-            log.warning("cannot start a private bus: \(error)")
+            log.error("cannot start a private bus: \(error)")
             return 1
         }
         defer { privateBus?.stop() }
@@ -159,7 +159,7 @@ public enum Daemon {
         do {
             connection = try Connection(address: address)
         } catch {
-            log.warning("cannot connect to the bus at \(address): \(error)")
+            log.error("cannot connect to the bus at \(address): \(error)")
             return 1
         }
         let directories = Directories(environment: environment, extraBundleFolders: options.bundleFolders)
@@ -194,12 +194,12 @@ public enum Daemon {
             try await service.start()
             let reply = try await connection.requestName(Today.busName, flags: flags)
             guard reply == .primaryOwner || reply == .alreadyOwner else {
-                log.warning("\(Today.busName) is already taken on this bus: another todayd runs; stop it or pass --replace")
+                log.error("\(Today.busName) is already taken on this bus: another todayd runs; stop it or pass --replace")
                 connection.close()
                 return 1
             }
         } catch {
-            log.warning("cannot own \(Today.busName): \(error)")
+            log.error("cannot own \(Today.busName): \(error)")
             connection.close()
             return 1
         }
@@ -228,7 +228,7 @@ public enum Daemon {
                 log.warning("another todayd took \(Today.busName) over; exiting")
                 break loop
             case .disconnected:
-                log.warning("the bus connection was lost; exiting")
+                log.error("the bus connection was lost; exiting")
                 status = 1
                 break loop
             case .signal(let number):

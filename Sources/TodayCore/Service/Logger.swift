@@ -4,10 +4,13 @@ import Glibc
 import PropertyList
 import Synchronization
 
-/// Log lines to standard error; info lines only when verbose. When
+/// Log lines to standard error, at four of syslog's priorities: errors
+/// (todayd cannot go on), warnings (something was refused or failed),
+/// info (what an administrator wants to see: starting, rescans, stopping)
+/// and debug (every change, one line each; only with --verbose). When
 /// standard error is the journal (JOURNAL_STREAM names it), each line
-/// starts with its syslog priority, which journald reads: `<4>` for
-/// warnings, `<6>` for info.
+/// starts with its priority, which journald reads: `<3>`, `<4>`, `<6>`,
+/// `<7>`; elsewhere lines are plain.
 public struct Logger: Sendable {
     public var verbose: Bool
     public var journal: Bool
@@ -17,8 +20,10 @@ public struct Logger: Sendable {
         self.journal = journal
     }
 
-    public func info(_ message: String) { if verbose { write(line(message, priority: 6)) } }
+    public func error(_ message: String) { write(line(message, priority: 3)) }
     public func warning(_ message: String) { write(line(message, priority: 4)) }
+    public func info(_ message: String) { write(line(message, priority: 6)) }
+    public func debug(_ message: String) { if verbose { write(line(message, priority: 7)) } }
 
     /// The line as written: with its priority for the journal, else plain.
     public func line(_ message: String, priority: Int) -> String {

@@ -123,7 +123,7 @@ public final class TodayService: Sendable {
                     try await service.identities.register(call, as: id) { id in
                         service.state.withLock { $0.bundleIDs.contains(id) }
                     }
-                    service.log.info("\(call.sender) registered as \(id)")
+                    service.log.debug("\(call.sender) registered as \(id)")
                     return []
                 },
             ],

@@ -63,7 +63,7 @@ extension TodayService {
                     argv, environment: launchEnvironment(opening: url), directory: app.entry.string("Path") ?? environment["HOME"])
             }
         }
-        log.info("opened \(url.prefix(200)) in \(handler.id)")
+        log.debug("opened \(url.prefix(200)) in \(handler.id)")
         return handler.id
     }
 

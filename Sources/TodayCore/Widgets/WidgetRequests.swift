@@ -122,7 +122,7 @@ extension TodayService {
         guard changed else { return }
         saveRecord(of: widget)
         publish(widget)
-        log.info("\(id): has content: \(hasContent) (told by \(caller))")
+        log.debug("\(id): has content: \(hasContent) (told by \(caller))")
     }
 
 }
