@@ -225,7 +225,7 @@ import Testing
             _ = await call.value
         }
         // Still serving, and nothing those callers sent took effect.
-        #expect(try await client.center("ListWidgets").body.first?.elements?.count == 2)
+        #expect(try await client.center("ListWidgets").body.first?.elements?.count == 3)
         #expect(try await client.property("tech.agostini.app.LatestPost", "HasContent") == .boolean(true))
         #expect(daemon.process.isRunning)
     }

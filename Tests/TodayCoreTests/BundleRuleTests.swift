@@ -189,7 +189,7 @@ import Testing
         let todayctl = Paths.todayctl
         let clean = try await run([todayctl, "lint", root.path, root.path + "/Good.app", Paths.examples])
         #expect(clean.status == 0)
-        #expect(clean.output == "4 bundles checked: no problems\n")
+        #expect(clean.output == "5 bundles checked: no problems\n")
         try Self.setAttribute("TodayUpdateInterval", .integer(5))(root)
         let broken = try await run([todayctl, "lint", root.path])
         #expect(broken.status == 1)

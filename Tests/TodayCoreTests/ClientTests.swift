@@ -11,6 +11,7 @@ import Testing
     static let todayctl = Paths.todayctl
     static let latestPost = "tech.agostini.app.LatestPost"
     static let traffic = "com.e-legion.Traffic.Widget"
+    static let tram = "org.example.Tram.Departures"
 
     /// todayctl with the daemon's bus and XDG tree.
     func todayctl(_ daemon: TodayDaemon, _ arguments: [String]) async throws -> (status: Int32, output: String, error: String) {
@@ -50,7 +51,7 @@ import Testing
         let update = try await todayctl(daemon, ["update", "--all"])
         #expect(update.status == 0, "\(update.error)")
         #expect(update.output.split(separator: "\n").map { String($0.dropFirst(6)) }.sorted() == [
-            "com.e-legion.Traffic.Widget: new-data", "tech.agostini.app.LatestPost: new-data",
+            "com.e-legion.Traffic.Widget: new-data", "org.example.Tram.Departures: new-data", "tech.agostini.app.LatestPost: new-data",
         ])
         let post = try await client.property(Self.latestPost, "Snapshot").stringDictionary ?? [:]
         #expect(post["title"]?.unwrapped == .string("Creating Today Widgets"))
@@ -99,9 +100,12 @@ import Testing
 
         let list = try await todayctl(daemon, ["list"])
         #expect(list.status == 0)
-        #expect(list.output == "\(Self.latestPost)\tLatest Post\tcontent\tnever updated\n\(Self.traffic)\tTraffic\tcontent\tnever updated\n")
+        #expect(
+            list.output
+                == "\(Self.latestPost)\tLatest Post\tcontent\tnever updated\n\(Self.traffic)\tTraffic\tcontent\tnever updated\n"
+                + "\(Self.tram)\tTram Departures\tcontent\tnever updated\n")
         let listed = try json(try await todayctl(daemon, ["list", "--json"]).output)
-        #expect(listed.array?.compactMap { $0["id"]?.string } == [Self.latestPost, Self.traffic])
+        #expect(listed.array?.compactMap { $0["id"]?.string } == [Self.latestPost, Self.traffic, Self.tram])
 
         // has-content as the app, then as a stranger.
         let hide = try await todayctl(daemon, ["has-content", Self.traffic, "false", "--as", "com.e-legion.Traffic"])
@@ -171,7 +175,7 @@ import Testing
 
         // Files.
         let lint = try json(try await todayctl(daemon, ["lint", Paths.examples, "--json"]).output)
-        #expect(lint["checked"]?.int64 == 2 && lint["problems"]?.array?.isEmpty == true)
+        #expect(lint["checked"]?.int64 == 3 && lint["problems"]?.array?.isEmpty == true)
         let plist = try await todayctl(daemon, ["plist", Paths.examples + "/Traffic.app/Info.plist", "--to", "json"])
         #expect(try json(plist.output)["CFBundleIdentifier"]?.string == "com.e-legion.Traffic")
 
@@ -202,8 +206,11 @@ import Testing
         #expect(applet.output == """
             [Latest Post] (no snapshot yet)
             [Traffic] (no snapshot yet)
+            [Tram Departures] (no snapshot yet)
             update com.e-legion.Traffic.Widget: no-data
+            update org.example.Tram.Departures: new-data
             update tech.agostini.app.LatestPost: new-data
+            changed: org_2eexample_2eTram_2eDepartures -> No more trams
             changed: tech_2eagostini_2eapp_2eLatestPost -> Creating Today Widgets
 
             """, "\(applet.error)")

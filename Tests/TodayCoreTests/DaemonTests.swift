@@ -34,7 +34,7 @@ import Testing
         let daemon = try Daemon(bundles: [Self.examples])
         try await waitForName(daemon)
         let list = try busctl(daemon, ["call", "io.github.todayd.Today1", "/io/github/todayd/Today1", "io.github.todayd.Today1.Center", "ListWidgets"])
-        #expect(list == "ao 2 \"/io/github/todayd/Today1/widgets/tech_2eagostini_2eapp_2eLatestPost\" \"/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget\"\n")
+        #expect(list == "ao 3 \"/io/github/todayd/Today1/widgets/tech_2eagostini_2eapp_2eLatestPost\" \"/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget\" \"/io/github/todayd/Today1/widgets/org_2eexample_2eTram_2eDepartures\"\n")
         let traffic = "/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget"
         #expect(try busctl(daemon, ["get-property", "io.github.todayd.Today1", traffic, "io.github.todayd.Today1.Widget", "PreferredHeight"]) == "d 350\n")
         #expect(try busctl(daemon, ["get-property", "io.github.todayd.Today1", traffic, "io.github.todayd.Today1.Widget", "Groups"]) == "as 1 \"group.traffic\"\n")
@@ -221,8 +221,9 @@ import Testing
         #expect(tree.output.split(separator: "\n").sorted() == [
             "/", "/io", "/io/github", "/io/github/todayd", "/io/github/todayd/Today1", "/io/github/todayd/Today1/groups",
             "/io/github/todayd/Today1/groups/group_2eagostini_2etech_2esharedData", "/io/github/todayd/Today1/groups/group_2etraffic",
-            "/io/github/todayd/Today1/widgets",
+            "/io/github/todayd/Today1/groups/group_2etram", "/io/github/todayd/Today1/widgets",
             "/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget",
+            "/io/github/todayd/Today1/widgets/org_2eexample_2eTram_2eDepartures",
             "/io/github/todayd/Today1/widgets/tech_2eagostini_2eapp_2eLatestPost",
         ])
         let widget = try await run([

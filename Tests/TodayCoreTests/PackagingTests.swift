@@ -98,7 +98,13 @@ import Testing
         defer { client.close() }
         #expect(try await client.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)]).body == [.boolean(false)])
         let widgets = try await client.center("ListWidgets")
-        #expect(widgets.body == [.objectPaths([Today.widgetPath("tech.agostini.app.LatestPost"), Today.widgetPath("com.e-legion.Traffic.Widget")])])
+        #expect(
+            widgets.body == [
+                .objectPaths([
+                    Today.widgetPath("tech.agostini.app.LatestPost"), Today.widgetPath("com.e-legion.Traffic.Widget"),
+                    Today.widgetPath("org.example.Tram.Departures"),
+                ])
+            ])
         let owner = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string(Today.busName.rawValue)])
         guard case .uint32(let pid)? = owner.body.first else {
             Issue.record("no owner")

@@ -1,0 +1,64 @@
+// The Tram app: keeps the stop's departures in the group.tram container
+// for its widget, and asks for a new timeline after every edit, as a
+// WidgetKit app calls WidgetCenter.shared.reloadAllTimelines().
+//
+//   tram add SECONDS LINE DESTINATION   a departure SECONDS from now
+//   tram clear                          no more departures
+//   tram list                           the departures, in order
+//   tram [tram://…]                     open the app (as a tap on the widget does)
+import Foundation
+import PropertyList
+import TramShared
+import TodayKit
+
+let groupID = "group.tram"
+
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("tram: \(message)\n".utf8))
+    exit(2)
+}
+
+func departuresFile() -> URL {
+    guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: groupID) else {
+        fail("cannot reach the \(groupID) container; is todayd running?")
+    }
+    return container.appendingPathComponent("departures.plist")
+}
+
+func save(_ departures: [Departure]) {
+    do {
+        try Plist.write(.array(departures.map(\.plist)), format: .xml).write(to: departuresFile(), options: .atomic)
+    } catch {
+        fail("cannot write departures.plist: \(error)")
+    }
+    WidgetCenter.shared.reloadAllTimelines()
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+for url in TodayApplication.launchURLs { say("Tram: opened by \(url.absoluteString)") }
+switch arguments.first {
+case "add":
+    guard arguments.count == 4, let seconds = TimeInterval(arguments[1]), seconds >= 0 else {
+        fail("usage: tram add SECONDS LINE DESTINATION")
+    }
+    var departures = Departure.read(from: departuresFile())
+    departures.append(Departure(date: Date().addingTimeInterval(seconds), line: arguments[2], destination: arguments[3]))
+    departures.sort { $0.date < $1.date }
+    save(departures)
+    say("Tram: line \(arguments[2]) to \(arguments[3]) in \(Int(seconds)) s")
+case "clear":
+    save([])
+    say("Tram: no more departures")
+case "list":
+    for departure in Departure.read(from: departuresFile()) {
+        say("\(departure.date.formatted(date: .omitted, time: .standard))  \(departure.line)  \(departure.destination)")
+    }
+case nil:
+    break
+case let other?:
+    if !other.hasPrefix("tram:") { fail("unknown command '\(other)'; see the comment at the top of Examples/Tram/main.swift") }
+}

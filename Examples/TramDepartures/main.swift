@@ -1,0 +1,64 @@
+// The Tram widget, written as a WidgetKit widget is: a TimelineProvider
+// whose timeline has one entry per change known in advance. Each entry
+// shows the next departure from the moment the one before it leaves, so
+// the widget changes as trams leave without its provider running; the
+// policy .atEnd asks for a new timeline once the last one has left, and
+// the app asks for one after every edit.
+import Foundation
+import TodayKit
+import TramShared
+
+struct DepartureEntry: TimelineEntry {
+    let date: Date
+    /// The departure shown; nil when none is left.
+    let next: Departure?
+    /// How many leave after it.
+    let later: Int
+
+    var relevance: TimelineEntryRelevance? {
+        // The sooner the tram, the more a panel should show this widget.
+        next.map { TimelineEntryRelevance(score: Float(max(0, 1 - $0.date.timeIntervalSince(date) / 3600))) }
+    }
+
+    var snapshot: Snapshot {
+        guard let next else {
+            return Snapshot(title: "No more trams", subtitle: "Add a departure in the Tram app", url: URL(string: "tram://"))
+        }
+        let time = next.date.formatted(date: .omitted, time: .shortened)
+        return Snapshot(
+            title: "Line \(next.line) to \(next.destination)", subtitle: "leaves at \(time)",
+            body: later == 0 ? "the last one" : "\(later) more after it", url: URL(string: "tram://departure?line=\(next.line)"),
+            accessibilityLabel: "Next tram: line \(next.line) to \(next.destination), leaving at \(time)")
+    }
+}
+
+@main
+struct TramDepartures: TimelineProvider {
+    func placeholder(in context: Context) -> DepartureEntry {
+        DepartureEntry(date: Date(), next: Departure(date: Date(), line: "—", destination: "—"), later: 0)
+    }
+
+    func getSnapshot(in context: Context, completion: @escaping @Sendable (DepartureEntry) -> Void) {
+        completion(entries(from: Date()).first ?? placeholder(in: context))
+    }
+
+    func getTimeline(in context: Context, completion: @escaping @Sendable (Timeline<DepartureEntry>) -> Void) {
+        let entries = entries(from: Date())
+        // A new timeline once the last tram has left (which then says so);
+        // with none left, nothing changes until the app adds one.
+        completion(Timeline(entries: entries, policy: entries.count > 1 ? .atEnd : .never))
+    }
+
+    /// From `now`: an entry for the next departure, then one at each
+    /// departure for the one after it, and one when the last has left.
+    func entries(from now: Date) -> [DepartureEntry] {
+        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.tram") else { return [] }
+        let upcoming = Departure.read(from: container.appendingPathComponent("departures.plist")).filter { $0.date > now }.prefix(99)
+        var entries = [DepartureEntry(date: now, next: upcoming.first, later: max(0, upcoming.count - 1))]
+        for (index, departure) in upcoming.enumerated() {
+            let rest = upcoming.dropFirst(index + 1)
+            entries.append(DepartureEntry(date: departure.date, next: rest.first, later: max(0, rest.count - 1)))
+        }
+        return entries
+    }
+}

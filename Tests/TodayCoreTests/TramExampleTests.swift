@@ -1,0 +1,71 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// The Tram example, written the WidgetKit way (a TimelineProvider, and
+/// WidgetCenter.reloadAllTimelines from the app), end to end on a real bus:
+/// the app adds departures a few seconds apart, the widget's timeline has
+/// one entry per departure, and the content changes as trams leave with no
+/// provider run in between.
+@Suite struct TramExampleTests {
+    static let widget = "org.example.Tram.Departures"
+
+    @Test func theContentChangesAsTramsLeave() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let titles = Locked<[String]>([])
+        let updates = Locked(0)
+        try await client.subscribe(
+            MatchRule(path: Today.widgetPath(Self.widget), interface: .properties, member: MemberName("PropertiesChanged"))
+        ) { message in
+            let changed = message.body.dropFirst().first?.stringDictionary ?? [:]
+            if let title = changed["Snapshot"]?.unwrapped.stringDictionary?["title"]?.unwrapped.string { titles.withLock { $0.append(title) } }
+        }
+        try await client.subscribe(MatchRule(path: Today.widgetPath(Self.widget), interface: Today.widget.name, member: MemberName("Updated"))) {
+            _ in updates.withLock { $0 += 1 }
+        }
+        var environment = TodayDaemon.environment(home: daemon.home)
+        environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
+        let env = ["env", "-i"] + environment.map { "\($0.key)=\($0.value)" }
+        let tram = Paths.examples + "/Tram.app/tram"
+
+        // Each edit asks for a new timeline (ReloadAllTimelines): one
+        // update each, as the edits come one after the other.
+        for (count, (seconds, line, destination)) in [("4", "4", "Central"), ("6", "11", "Harbour")].enumerated() {
+            let added = try await run(env + [tram, "add", seconds, line, destination])
+            #expect(added.status == 0 && added.error.isEmpty, "\(added.error)")
+            for _ in 0..<100 where updates.value <= count { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let failure = try await client.property(Self.widget, "LastFailure")
+        #expect(updates.value == 2, "one update per edit; \(failure)")
+
+        let entries = try await client.widget(Self.widget, "GetTimeline").body.first?.elements ?? []
+        let shown = entries.compactMap { entry -> String? in
+            guard case .structure(let fields) = entry, fields.count == 3 else { return nil }
+            return fields[1].stringDictionary?["title"]?.unwrapped.string
+        }
+        #expect(shown == ["Line 4 to Central", "Line 11 to Harbour", "No more trams"], "\(shown) \(entries)")
+        #expect(try await client.property(Self.widget, "ReloadPolicy") == .string("at-end"))
+        let relevance = try await client.property(Self.widget, "Relevance").double ?? 0
+        #expect(relevance > 0.99 && relevance <= 1, "the next tram is minutes away: \(relevance)")
+        let updated = try await client.property(Self.widget, "LastUpdated")
+
+        // The trams leave: the snapshot follows, with no provider run.
+        for _ in 0..<200 where !titles.value.contains("No more trams") { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(titles.value.suffix(2) == ["Line 11 to Harbour", "No more trams"], "\(titles.value)")
+        let updatedAfter = try await client.property(Self.widget, "LastUpdated")
+        #expect(updates.value == 2 && updatedAfter == updated, "no provider ran")
+        #expect(try await client.property(Self.widget, "NextEntryDate") == .uint64(0))
+
+        // A tap opens the departure in the app.
+        let url = try await client.property(Self.widget, "Snapshot").stringDictionary?["url"]?.unwrapped.string
+        #expect(url == "tram://")
+        let list = try await run(env + [tram, "list"])
+        #expect(list.output.split(separator: "\n").count == 2, "\(list.output)")
+    }
+}
