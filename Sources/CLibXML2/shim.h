@@ -14,4 +14,23 @@
  * parser runs (XMLPlistReader.initialize), so no parse reads it while it
  * changes. */
 static inline void today_xml_set_maximum_depth(unsigned int depth) { xmlParserMaxDepth = depth; }
+
+static inline void today_xml_ignore(void *context, const char *message, ...) {
+    (void)context;
+    (void)message;
+}
+
+static inline void today_xml_ignore_structured(void *context, xmlErrorPtr error) {
+    (void)context;
+    (void)error;
+}
+
+/* Stops libxml2 from printing to standard error on the calling thread (its
+ * handlers are per thread): the encoding layer reports bad input there
+ * with no parser context, whatever the parser's options. What went wrong
+ * is read from the parser context (xmlCtxtGetLastError) instead. */
+static inline void today_xml_quiet_thread(void) {
+    xmlSetGenericErrorFunc(NULL, today_xml_ignore);
+    xmlSetStructuredErrorFunc(NULL, today_xml_ignore_structured);
+}
 #endif

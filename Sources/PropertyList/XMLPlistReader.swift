@@ -22,6 +22,7 @@ enum XMLPlistReader {
         guard data.count <= Int(Int32.max) else { throw PlistError("the document is too large") }
         guard !data.isEmpty else { throw PlistError("the document is empty") }
         _ = initialize
+        today_xml_quiet_thread()
         let state = SAXState(maximumDepth: limits.maximumDepth)
         let parsed: Bool = data.withUnsafeBytes { buffer in
             guard let base = buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
@@ -35,7 +36,7 @@ enum XMLPlistReader {
             }
             context.pointee.sax.pointee = SAXState.makeHandler()
             context.pointee._private = Unmanaged.passUnretained(state).toOpaque()
-            _ = xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
+            _ = xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue))
             let status = xmlParseDocument(context)
             if state.error == nil, status != 0 || context.pointee.wellFormed == 0 {
                 if let last = xmlCtxtGetLastError(UnsafeMutableRawPointer(context)) {

@@ -131,6 +131,22 @@ import Testing
         })
     }
 
+    @Test func libxml2PrintsNothingOfItsOwn() async throws {
+        // Bytes the declared encoding cannot convert: libxml2's encoding
+        // layer would print its own lines to standard error (in todayd,
+        // unprefixed lines in the journal for a provider's bad output);
+        // the one error is ours, with the line and column.
+        let folder = try temporaryDirectory("encoding")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("bad.plist")
+        try Data("<?xml version=\"1.0\" encoding=\"ISO-2022-JP\"?><plist><string>\u{1b}$B".utf8 + [0, 0, 0, 0] + Array("</string></plist>".utf8))
+            .write(to: file)
+        let result = try await run([Paths.todayctl, "plist", file.path])
+        #expect(result.status == 1)
+        #expect(result.error.hasPrefix("todayctl: \(file.path): line 1, column "), "\(result.error)")
+        #expect(!result.error.contains("encoding error") && !result.error.contains("I/O error"), "\(result.error)")
+    }
+
     @Test func todayctlPlistRefusesWhatItCannotPrint() async throws {
         let folder = try temporaryDirectory("plist")
         defer { try? FileManager.default.removeItem(at: folder) }
