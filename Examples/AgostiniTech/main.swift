@@ -64,7 +64,8 @@ func open(_ url: URL, posts: [Post]) {
         say("AgostiniTech: there is no post \(postID)")
         return
     }
-    say("AgostiniTech: showing post \(post.postID): \(post.title)")
+    let read = GroupDefaults(suiteName: Key.GroupID)?.value(forKey: Key.ReadPostID) as? Int == post.postID
+    say("AgostiniTech: showing post \(post.postID): \(post.title)\(read ? " (read)" : "")")
     say("  \(post.excerpt)")
 }
 
@@ -89,6 +90,9 @@ if !urls.isEmpty {
 do {
     if let post = try source.getLatestPost() {
         say("AgostiniTech: saved the latest post, \(post.postID): \(post.title)")
+        if source.persistence?.value(forKey: Key.ReadPostID) as? Int == post.postID {
+            say("AgostiniTech: you have read post \(post.postID) (marked in the widget)")
+        }
         WidgetController.widgetController().setHasContent(true, forWidgetWithBundleIdentifier: Key.WidgetID)
     }
 } catch {

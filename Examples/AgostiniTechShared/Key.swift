@@ -8,6 +8,8 @@ public enum Key {
     public static let PostTitle = "postTitle"
     public static let PostDescription = "postDescription"
     public static let PostImage = "postImage"
+    /// The id of the post the widget's "Mark as read" button marked.
+    public static let ReadPostID = "readPostID"
     public static let WidgetID = "tech.agostini.app.LatestPost"
 }
 

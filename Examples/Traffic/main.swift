@@ -48,9 +48,14 @@ if !region.isEmpty {
     guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: groupID) else {
         fail("cannot reach the \(groupID) container; is todayd running?")
     }
-    let dict: PlistValue = .dictionary(["spn": .real(spn), "lat": .real(lat), "lon": .real(lon)])
+    let file = container.appendingPathComponent("settings.dict")
+    // The widget's own setting (its traffic-layer toggle) stays as it is.
+    var settings = (try? Plist.read(contentsOf: file.path))?.dictionary ?? [:]
+    settings["spn"] = .real(spn)
+    settings["lat"] = .real(lat)
+    settings["lon"] = .real(lon)
     do {
-        try Plist.write(dict, format: .xml).write(to: container.appendingPathComponent("settings.dict"), options: .atomic)
+        try Plist.write(.dictionary(settings), format: .xml).write(to: file, options: .atomic)
     } catch {
         fail("cannot write settings.dict: \(error)")
     }

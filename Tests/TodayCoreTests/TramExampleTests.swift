@@ -49,7 +49,8 @@ import Testing
             guard case .structure(let fields) = entry, fields.count == 3 else { return nil }
             return fields[1].stringDictionary?["title"]?.unwrapped.string
         }
-        #expect(shown == ["Line 4 to Central", "Line 11 to Harbour", "No more trams"], "\(shown) \(entries)")
+        let result = try await client.property(Self.widget, "LastResult")
+        #expect(shown == ["Line 4 to Central", "Line 11 to Harbour", "No more trams"], "\(shown) \(entries) \(result) \(failure)")
         #expect(try await client.property(Self.widget, "ReloadPolicy") == .string("at-end"))
         let relevance = try await client.property(Self.widget, "Relevance").double ?? 0
         #expect(relevance > 0.99 && relevance <= 1, "the next tram is minutes away: \(relevance)")
