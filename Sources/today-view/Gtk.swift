@@ -123,11 +123,21 @@ func button(_ title: String?, icon: String? = nil, _ action: @escaping () -> Voi
     if let icon, title == nil {
         button = gtk_button_new_from_icon_name(icon)!
     } else {
-        button = gtk_button_new_with_label(title ?? "")!
-        if let icon { gtk_button_set_icon_name(cast(button), icon) }
+        button = gtk_button_new()!
+        setContent(of: button, title: title ?? "", icon: icon)
     }
     connect(button, "clicked", action)
     return button
+}
+
+/// A button's child: its title, after its icon when it has one (GTK's own
+/// icon name call would replace the title).
+func setContent(of button: Widget, title: String, icon: String?) {
+    guard let icon else { return gtk_button_set_label(cast(button), title) }
+    let content = box(vertical: false, spacing: 6)
+    append(content, gtk_image_new_from_icon_name(icon)!)
+    append(content, gtk_label_new(title)!)
+    gtk_button_set_child(cast(button), content)
 }
 
 /// Sets what a screen reader says for `widget`.

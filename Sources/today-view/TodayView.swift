@@ -273,9 +273,9 @@ final class TodayView {
                 let press = { [self] in call(Today.widgetPath(id), Today.widget.name, "PerformAction", [.string(action.id), .vardict([])]) }
                 let control: Widget
                 if action.isToggle {
-                    control = gtk_toggle_button_new_with_label(action.title)!
+                    control = gtk_toggle_button_new()!
+                    setContent(of: control, title: action.title, icon: action.iconName)
                     gtk_toggle_button_set_active(cast(control), action.state ? 1 : 0)
-                    if let icon = action.iconName { gtk_button_set_icon_name(cast(control), icon) }
                     connect(control, "toggled", press)
                 } else {
                     control = button(action.title, icon: action.iconName, press)
