@@ -2,6 +2,8 @@
 #define TODAY_CSYSTEM_H
 
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <sys/types.h>
 
 /// A pipe whose two ends are close-on-exec. 0 or -1 with errno.

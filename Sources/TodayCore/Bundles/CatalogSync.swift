@@ -64,5 +64,6 @@ extension TodayService {
             log.debug("widget added: \(widget.id) from \(widget.data.withLock { $0.manifest.path })")
         }
         for widget in changed { publish(widget) }
+        scheduleChanged()
     }
 }

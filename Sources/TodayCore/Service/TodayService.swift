@@ -27,6 +27,10 @@ public final class TodayService: Sendable {
     let confinement: ProviderRun.Confinement
     /// The clock; tests pass their own.
     let now: @Sendable () -> Date
+    /// The longest the scheduler sleeps: a clock a test passes can jump
+    /// without the kernel telling the timer, so the scheduler then looks
+    /// once a second.
+    let longestWait: Double
     private let center: ExportedInterface
     let state = Mutex(State())
     /// Called between copying a record and writing it: where a test holds
@@ -40,6 +44,8 @@ public final class TodayService: Sendable {
         var bundleIDs: Set<String> = []
         var apps: [AppManifest] = []
         var scheduler: Task<Void, Never>?
+        /// The scheduler's wall-clock timer, where the kernel has timerfd.
+        var timer: WallClockTimer?
         var stopping = false
         /// Widgets whose record changed since it was last written.
         var unsaved: Set<String> = []
@@ -50,7 +56,7 @@ public final class TodayService: Sendable {
 
     public init(
         connection: Connection, directories: Directories, log: Logger, environment: [String: String] = [:],
-        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: @escaping @Sendable () -> Date = { Date() },
+        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: (@Sendable () -> Date)? = nil,
         confinement: ProviderRun.Confinement = .none
     ) {
         self.confinement = confinement
@@ -59,7 +65,8 @@ public final class TodayService: Sendable {
         self.log = log
         self.environment = environment
         self.busAddress = busAddress
-        self.now = now
+        self.now = now ?? { Date() }
+        longestWait = now == nil ? 3600 : 1
         store = WidgetStore(directories: directories)
         mimeIndex = MimeIndexCache(configuration: MimeApps(environment: environment))
         identities = Identities(userID: userID, procRoot: procRoot, providers: providers)
@@ -161,10 +168,15 @@ public final class TodayService: Sendable {
             let args = message.body.compactMap(\.string)
             if args.count == 3, args[0].hasPrefix(":"), args[2].isEmpty { identities.forget(args[0]) }
         }
+        if let timer = WallClockTimer(fire: { [weak self] in self?.runDueUpdates() ?? 3600 }) {
+            state.withLock { $0.timer = timer }
+            return
+        }
+        log.warning("no timerfd: the scheduler looks once a second")
         let task = Task { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }
-                let wait = self.runDueUpdates()
+                let wait = min(self.runDueUpdates(), 1)
                 try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
             }
         }
@@ -175,11 +187,12 @@ public final class TodayService: Sendable {
     /// most) until what is being written is on disk. Updates cut short are
     /// not recorded as failures.
     public func stop() async {
-        let (scheduler, widgets) = state.withLock { state in
+        let (scheduler, timer, widgets) = state.withLock { state in
             state.stopping = true
-            return (state.scheduler, Array(state.widgets.values))
+            return (state.scheduler, state.timer, Array(state.widgets.values))
         }
         scheduler?.cancel()
+        timer?.stop()
         providers.killAll()
         let running = widgets.compactMap { widget in widget.data.withLock { $0.running } }
         let finished = Task {

@@ -7,12 +7,15 @@ import Synchronization
 extension TodayService {
     // MARK: Schedule
 
-    /// Starts the updates that are due and returns how long to wait, in
-    /// seconds, before looking again.
+    /// Starts the updates that are due, switches the timeline entries whose
+    /// date has come, and returns how long to wait, in seconds, before
+    /// looking again: until the next entry, update or midnight (when every
+    /// budget starts again), `longestWait` at most.
     func runDueUpdates() -> Double {
         let now = self.now()
         let widgets = state.withLock { Array($0.widgets.values) }
-        var wait = 1.0
+        let today = Schedule.day(of: now, localTime: .system)
+        var wait = min(longestWait, Schedule.startOfDay(today + 1, localTime: .system).timeIntervalSince(now) + 0.01)
         for widget in widgets {
             // The next entry of a timeline, when its date has come.
             let switched = widget.data.withLock { data -> [(String, Value)]? in

@@ -47,6 +47,12 @@ extension TodayService {
                 guard property.changeSignal != .const, let value = values[property.name] else { return nil }
                 return (property.name, value)
             })
+        scheduleChanged()
+    }
+
+    /// What is due next may have changed: the scheduler looks again.
+    func scheduleChanged() {
+        state.withLock { $0.timer }?.poke()
     }
 
     /// The properties that follow the timeline's current entry.
@@ -74,6 +80,7 @@ extension TodayService {
             return changes
         }
         widget.object.set(changes)
+        scheduleChanged()
     }
 
 }

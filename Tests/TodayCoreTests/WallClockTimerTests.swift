@@ -1,0 +1,50 @@
+import Foundation
+import TestSupport
+import Testing
+@testable import TodayCore
+
+/// The scheduler's one wall-clock timer: it sleeps until what is due next,
+/// not in steps, and fires at the time asked for.
+@Suite struct WallClockTimerTests {
+    @Test func itFiresWhenAskedAndSleepsOtherwise() async throws {
+        let fired = Locked<[Date]>([])
+        // Fires now, then 0.3 s later, then asks for an hour.
+        let timer = try #require(
+            WallClockTimer {
+                fired.withLock { $0.append(Date()) }
+                return fired.value.count == 1 ? 0.3 : 3600
+            })
+        defer { timer.stop() }
+        for _ in 0..<100 where fired.value.count < 2 { try await Task.sleep(for: .milliseconds(20)) }
+        let dates = fired.value
+        #expect(dates.count == 2)
+        if dates.count == 2 {
+            let gap = dates[1].timeIntervalSince(dates[0])
+            #expect(gap >= 0.29 && gap < 0.6, "\(gap)")
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(fired.value.count == 2, "no wake while nothing is due")
+        timer.poke()
+        for _ in 0..<100 where fired.value.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(fired.value.count == 3, "a poke looks again at once")
+    }
+
+    @Test func anIdleTodaydDoesNotWake() async throws {
+        // The examples loaded, nothing due: the timer thread sleeps (it
+        // used to look once a second).
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let tasks = "/proc/\(daemon.process.processIdentifier)/task"
+        let timer = try #require(
+            (try FileManager.default.contentsOfDirectory(atPath: tasks)).first { task in
+                (try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8)) == "todayd-timer\n"
+            })
+        try await Task.sleep(for: .milliseconds(300))
+        let before = voluntarySwitches(task: "\(tasks)/\(timer)")
+        try await Task.sleep(for: .seconds(3))
+        let woken = voluntarySwitches(task: "\(tasks)/\(timer)") - before
+        #expect(before >= 0 && woken <= 1, "the timer thread woke \(woken) times in 3 s")
+    }
+}
