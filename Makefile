@@ -34,6 +34,7 @@ test: deps
 	scripts/assemble-examples .build/examples .build/debug
 	scripts/test-limits
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
+	TODAY_TEST_BUILDS=1 timeout 900 $(TEST_BINARY) --testing-library swift-testing --filter NewProjectTests
 	$(MAKE) deb
 	scripts/check-deb .build/deb/todayd_*.deb .build/examples
 	scripts/fuzz --runs $(TEST_FUZZ_RUNS)

@@ -41,7 +41,7 @@ import Testing
         case "$1 ${2:-}" in
         "perform-update ") sleep 0.6; printf '{"result": "new-data", "snapshot": {"title": "fresh", "actions": %s}}' "$(actions false)" ;;
         "perform-action star") sleep 0.8; printf '{"result": "new-data", "snapshot": {"title": "starred=%s", "actions": %s}}' "$TODAY_ACTION_STATE" "$(actions "$TODAY_ACTION_STATE")" ;;
-        "perform-action mute") sleep 0.5; echo "end $1 $2" >> "$log"; exit 3 ;;
+        "perform-action mute") sleep 2; echo "end $1 $2" >> "$log"; exit 3 ;;
         "perform-action refresh") sleep 0.5; printf '{"result": "no-data"}' ;;
         esac
         echo "end $1 ${2:-}" >> "$log"
@@ -98,8 +98,13 @@ import Testing
 
         // A toggle whose provider fails goes back, and LastFailure says why.
         async let muted = press("mute")
-        try await Task.sleep(for: .milliseconds(250))
-        #expect(try await starState(connection, "mute") == true)
+        // The new state is shown while the provider runs (2 s).
+        var shown = false
+        for _ in 0..<30 where !shown {
+            try await Task.sleep(for: .milliseconds(50))
+            shown = try await starState(connection, "mute") == true
+        }
+        #expect(shown)
         #expect(try await muted == "failed")
         #expect(try await starState(connection, "mute") == false)
         #expect(try await connection.property(Self.id, "LastFailure") == .string("exit 3"))

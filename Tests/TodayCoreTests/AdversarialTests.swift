@@ -174,7 +174,10 @@ import Testing
     @Test func pendingUpdatesPerConnectionAreCapped() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
-        try bundles.addApp("org.example.Slow", widgets: [.init(name: "W", script: "sleep 5\n" + WidgetUpdateTests.newData)])
+        // Slow enough that sending the calls, on a loaded machine, ends first.
+        try bundles.addApp(
+            "org.example.Slow",
+            widgets: [.init(name: "W", script: "sleep 8\n" + WidgetUpdateTests.newData, attributes: ["TodayUpdateTimeout": .integer(20)])])
         let daemon = try TodayDaemon(bundles: [bundles.path])
         defer { daemon.stop() }
         let client = try await daemon.ready()
@@ -188,7 +191,7 @@ import Testing
                 group.addTask {
                     var outcome = "new-data"
                     do {
-                        try await client.center("PerformUpdate", [.string("org.example.Slow.W")], timeout: .seconds(20))
+                        try await client.center("PerformUpdate", [.string("org.example.Slow.W")], timeout: .seconds(30))
                     } catch let error as DBusError {
                         outcome = error.name.rawValue
                     }
@@ -203,7 +206,7 @@ import Testing
                 let reply = try await other.center("ListWidgets")
                 #expect(reply.body.first?.elements?.count == 1)
                 order.withLock { $0.append("other") }
-                #expect(try await other.center("PerformUpdate", [.string("org.example.Slow.W")]).body == [.string("new-data")])
+                #expect(try await other.center("PerformUpdate", [.string("org.example.Slow.W")], timeout: .seconds(30)).body == [.string("new-data")])
             }
             try await group.waitForAll()
         }

@@ -21,6 +21,9 @@ final class TodayDaemon: @unchecked Sendable {
     let address: String
     let home: URL
     let log = Pipe()
+    /// Standard output: the bus address line, then what apps todayd
+    /// started wrote (they inherit it).
+    let output = Pipe()
 
     /// Starts todayd on a bus of its own, or on the bus at `address`;
     /// through `launcher` (a command that ends by executing its last
@@ -39,7 +42,6 @@ final class TodayDaemon: @unchecked Sendable {
         if let path { environment["PATH"] = path }
         environment.merge(more) { _, given in given }
         process.environment = environment
-        let output = Pipe()
         process.standardOutput = output
         if let standardError, let file = FileHandle(forWritingAtPath: standardError) {
             file.seekToEndOfFile()
@@ -78,6 +80,19 @@ final class TodayDaemon: @unchecked Sendable {
         process.waitUntilExit()
         if !keepHome { try? FileManager.default.removeItem(at: home) }
         return process.terminationStatus
+    }
+
+    /// What todayd's standard output holds past the address line (apps it
+    /// started write there), so far.
+    var outputText: String {
+        var text = ""
+        var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while poll(&ready, 1, 0) > 0, ready.revents & Int16(POLLIN) != 0 {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        return text
     }
 
     /// What the daemon logged so far (only after stop).

@@ -36,7 +36,7 @@ import Testing
 
         // Each edit asks for a new timeline (ReloadAllTimelines): one
         // update each, as the edits come one after the other.
-        for (count, (seconds, line, destination)) in [("4", "4", "Central"), ("6", "11", "Harbour")].enumerated() {
+        for (count, (seconds, line, destination)) in [("8", "4", "Central"), ("11", "11", "Harbour")].enumerated() {
             let added = try await run(env + [tram, "add", seconds, line, destination])
             #expect(added.status == 0 && added.error.isEmpty, "\(added.error)")
             for _ in 0..<100 where updates.value <= count { try await Task.sleep(for: .milliseconds(20)) }
@@ -57,7 +57,7 @@ import Testing
         let updated = try await client.property(Self.widget, "LastUpdated")
 
         // The trams leave: the snapshot follows, with no provider run.
-        for _ in 0..<200 where !titles.value.contains("No more trams") { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<400 where !titles.value.contains("No more trams") { try await Task.sleep(for: .milliseconds(50)) }
         #expect(titles.value.suffix(2) == ["Line 11 to Harbour", "No more trams"], "\(titles.value)")
         let updatedAfter = try await client.property(Self.widget, "LastUpdated")
         #expect(updates.value == 2 && updatedAfter == updated, "no provider ran")
