@@ -120,3 +120,31 @@ import Testing
         #expect(lines == ["start perform-update   ", "end perform-update ", "start perform-action refresh refresh ", "end perform-action refresh"], "\(lines)")
     }
 }
+
+/// An action that a timeline switch took away is no longer there to press.
+@Suite struct ActionTimelineTests {
+    @Test func anActionTheNextEntryDropsIsGone() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        // Now: a snapshot with a button; two seconds on: one without.
+        let script = #"""
+            cat > /dev/null
+            now=$(date +%s)
+            printf '{"result": "new-data", "timeline": [{"date": %s, "snapshot": {"title": "now", "actions": [{"id": "go", "title": "Go", "kind": "button"}]}}, {"date": %s, "snapshot": {"title": "later"}}], "policy": "never"}' "$now" "$((now + 2))"
+            """#
+        try bundles.addApp("org.example.Later", widgets: [.init(name: "W", script: script)])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let widget = "org.example.Later.W"
+        #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
+        #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("now"))
+        for _ in 0..<80 where try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped != .string("later") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("later"))
+        let name = await IdentityTests.errorName { _ = try await client.widget(widget, "PerformAction", [.string("go"), .vardict([])]) }
+        #expect(name == "io.github.todayd.Today1.Error.NoSuchAction")
+    }
+}

@@ -33,6 +33,10 @@ import Testing
         environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
         let env = ["env", "-i"] + environment.map { "\($0.key)=\($0.value)" }
         let tram = Paths.examples + "/Tram.app/tram"
+        // An outside client sees the same switches: gdbus monitor, for the test's length.
+        async let monitor = run(
+            ["timeout", "-s", "KILL", "15", "gdbus", "monitor", "--address", daemon.address, "--dest", Today.busName.rawValue,
+             "--object-path", Today.widgetPath(Self.widget).rawValue], timeout: 30)
 
         // Each edit asks for a new timeline (ReloadAllTimelines): one
         // update each, as the edits come one after the other.
@@ -68,5 +72,8 @@ import Testing
         #expect(url == "tram://")
         let list = try await run(env + [tram, "list"])
         #expect(list.output.split(separator: "\n").count == 2, "\(list.output)")
+        let monitored = try await monitor.output.split(separator: "\n").filter { $0.contains("PropertiesChanged") }
+        #expect(monitored.contains { $0.contains("'Snapshot': <{") && $0.contains("'Line 11 to Harbour'") }, "\(monitored)")
+        #expect(monitored.contains { $0.contains("'No more trams'") && !$0.contains("LastUpdated") }, "switched, not updated: \(monitored)")
     }
 }
