@@ -126,11 +126,11 @@ import Testing
     @Test func anActionTheNextEntryDropsIsGone() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
-        // Now: a snapshot with a button; two seconds on: one without.
+        // Now: a snapshot with a button; five seconds on: one without.
         let script = #"""
             cat > /dev/null
             now=$(date +%s)
-            printf '{"result": "new-data", "timeline": [{"date": %s, "snapshot": {"title": "now", "actions": [{"id": "go", "title": "Go", "kind": "button"}]}}, {"date": %s, "snapshot": {"title": "later"}}], "policy": "never"}' "$now" "$((now + 2))"
+            printf '{"result": "new-data", "timeline": [{"date": %s, "snapshot": {"title": "now", "actions": [{"id": "go", "title": "Go", "kind": "button"}]}}, {"date": %s, "snapshot": {"title": "later"}}], "policy": "never"}' "$now" "$((now + 5))"
             """#
         try bundles.addApp("org.example.Later", widgets: [.init(name: "W", script: script)])
         let daemon = try TodayDaemon(bundles: [bundles.path])
@@ -140,7 +140,7 @@ import Testing
         let widget = "org.example.Later.W"
         #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
         #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("now"))
-        for _ in 0..<80 where try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped != .string("later") {
+        for _ in 0..<160 where try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped != .string("later") {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("later"))

@@ -17,6 +17,10 @@ public final class BundleWatcher: Sendable {
     /// Other folders watched on the same inotify instance (instances are
     /// few per user: 128 by default), each change reported at once.
     private let others = Mutex<(watches: [Int32: String], changed: (@Sendable () -> Void)?)>(([:], nil))
+    /// Held while events are read and handed out, by the watcher's thread
+    /// or by `drain()`; true when `drain()` read bundle events that the
+    /// thread's debounced rescan has yet to take.
+    private let reading = Mutex(false)
 
     /// Starts watching; nil (and nothing watched) where inotify is unavailable.
     public init?(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) {
@@ -57,6 +61,35 @@ public final class BundleWatcher: Sendable {
 
     public func stop() {
         stopped.withLock { $0 = true }
+    }
+
+    /// Hands out, on the calling thread, every event the kernel has queued
+    /// so far: once this returns, a change made before the call has been
+    /// reported to `watchAlso`'s callback (a desktop entry written just
+    /// before an OpenURL is seen by it). Bundle events go on to the
+    /// thread's debounced rescan.
+    func drain() {
+        reading.withLock { bundlesPending in
+            let (bundles, other) = readEvents()
+            if other { others.withLock { $0.changed }?() }
+            if bundles { bundlesPending = true }
+        }
+    }
+
+    /// Reads every queued event: whether they touch the bundle folders and
+    /// the other folders. Called with `reading` held.
+    private func readEvents() -> (bundles: Bool, others: Bool) {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var bundles = false
+        var other = false
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { break }
+            let (inBundles, inOthers) = sort(events: buffer.prefix(count))
+            bundles = bundles || inBundles
+            other = other || inOthers
+        }
+        return (bundles, other)
     }
 
     /// Watches every folder that can hold a bundle or one of its files:
@@ -100,7 +133,6 @@ public final class BundleWatcher: Sendable {
     }
 
     private func loop() {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var pendingSince: ContinuousClock.Instant?
         while !stopped.withLock({ $0 }) {
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -110,21 +142,20 @@ public final class BundleWatcher: Sendable {
             } else {
                 wait = 500
             }
-            if poll(&entry, 1, wait) > 0 {
-                var bundles = false
-                var other = false
-                while true {
-                    let count = read(fd, &buffer, buffer.count)
-                    guard count > 0 else { break }
-                    let (inBundles, inOthers) = sort(events: buffer.prefix(count))
-                    bundles = bundles || inBundles
-                    other = other || inOthers
-                }
+            let ready = poll(&entry, 1, wait) > 0
+            let bundles = reading.withLock { drained in
+                defer { drained = false }
+                guard ready else { return drained }
+                let (bundles, other) = readEvents()
                 if other { others.withLock { $0.changed }?() }
-                // Later events push the rescan back until things are quiet.
-                if bundles { pendingSince = .now }
+                return bundles || drained
+            }
+            // Later events push the rescan back until things are quiet.
+            if bundles {
+                pendingSince = .now
                 continue
             }
+            if ready { continue }
             if let since = pendingSince, ContinuousClock.now - since >= settle {
                 pendingSince = nil
                 rearm()

@@ -25,6 +25,9 @@ final class MimeIndexCache: Sendable {
     func current() -> MimeIndex {
         state.withLock { state in
             guard let watcher = state.watcher else { return configuration.index() }
+            // What was written before this call counts, however busy the
+            // watcher's thread is.
+            watcher.drain()
             let stale = changed.withLock { changed in
                 defer { changed = false }
                 return changed
