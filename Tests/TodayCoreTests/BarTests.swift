@@ -136,4 +136,42 @@ import Testing
         let once = try await run([Self.todayctl, "--address", daemon.address, "bar", "--format", "waybar", "--once"])
         #expect(once.status == 0 && once.output.split(separator: "\n").count == 1, "\(once)")
     }
+
+    @Test func keepsItsLineWhileTodaydRestarts() async throws {
+        // The bus outlives todayd, as a session bus does; the bar keeps
+        // running, keeps its last line while todayd is away, and follows
+        // the new todayd (its new unique name) once it is back.
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        // The title, in the app's bundle, which a sandboxed provider sees.
+        let title = bundles.url.appendingPathComponent("org.example.Again.app/title")
+        try bundles.addApp("org.example.Again", widgets: [
+            .init(name: "W", script: "cat > /dev/null; printf '{\"result\": \"new-data\", \"snapshot\": {\"title\": \"%s\"}}' \"$(cat \(title.path))\"")
+        ])
+        try Data("Before".utf8).write(to: title)
+        let home = try temporaryDirectory("restart")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let id = "org.example.Again.W"
+        let first = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        let client = try await first.ready()
+        defer { client.close() }
+        #expect(try await client.widget(id, "PerformUpdate").body == [.string("new-data")])
+
+        let waybar = try Running(["--format", "waybar", id], address: bus.address)
+        defer { waybar.stop() }
+        #expect(try await waybar.line { $0.contains("\"text\":\"Before\"") } != nil, "\(waybar.lines.value)")
+        first.stop(keepHome: true)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(waybar.process.isRunning, "the bar waits through a restart")
+        #expect(waybar.lines.value.last?.contains("\"text\":\"Before\"") == true, "the last line stays: \(waybar.lines.value)")
+
+        try Data("After".utf8).write(to: title)
+        let second = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        defer { second.stop() }
+        _ = try await second.ready()
+        #expect(try await client.widget(id, "PerformUpdate").body == [.string("new-data")])
+        #expect(try await waybar.line { $0.contains("\"text\":\"After\"") } != nil, "\(waybar.lines.value)")
+    }
 }
