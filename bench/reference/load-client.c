@@ -1,9 +1,10 @@
 /* dbus-bench: a load client for one method, with a fixed number of calls
  * outstanding on one connection.
  *
- *   dbus-bench DEST PATH IFACE METHOD [--arg S]... [-n CALLS] [-k INFLIGHT]
+ *   dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [-n CALLS] [-k INFLIGHT]
  *
- * Sends CALLS calls (default 10000), each with the string arguments given,
+ * Sends CALLS calls (default 10000), each with the string arguments given
+ * and, with --options, an empty a{sv} after them (platform data),
  * keeping INFLIGHT (default 1) unanswered at a time, and prints
  *   calls=… errors=… seconds=… calls_per_s=… p50_us=… p99_us=… max_us=…
  * where the times are from sending a call to reading its reply. */
@@ -40,16 +41,19 @@ static long parse_count(const char *text, const char *what, long most) {
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: dbus-bench DEST PATH IFACE METHOD [--arg S]... [-n CALLS] [-k INFLIGHT]\n");
+        fprintf(stderr, "usage: dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [-n CALLS] [-k INFLIGHT]\n");
         return 2;
     }
     const char *destination = argv[1], *path = argv[2], *interface = argv[3], *method = argv[4];
     const char **arguments = calloc((size_t)argc, sizeof *arguments);
     int argument_count = 0;
     long calls = 10000, inflight = 1;
+    int options = 0;
     for (int i = 5; i < argc; i++) {
         if (strcmp(argv[i], "--arg") == 0 && i + 1 < argc) {
             arguments[argument_count++] = argv[++i];
+        } else if (strcmp(argv[i], "--options") == 0) {
+            options = 1;
         } else if (strcmp(argv[i], "-n") == 0) {
             calls = parse_count(i + 1 < argc ? argv[++i] : NULL, "-n", 100000000);
         } else if (strcmp(argv[i], "-k") == 0) {
@@ -82,6 +86,12 @@ int main(int argc, char **argv) {
             }
             for (int i = 0; i < argument_count; i++) {
                 dbus_message_append_args(call, DBUS_TYPE_STRING, &arguments[i], DBUS_TYPE_INVALID);
+            }
+            if (options) {
+                DBusMessageIter body, empty;
+                dbus_message_iter_init_append(call, &body);
+                dbus_message_iter_open_container(&body, DBUS_TYPE_ARRAY, "{sv}", &empty);
+                dbus_message_iter_close_container(&body, &empty);
             }
             dbus_uint32_t serial = 0;
             double at = now_us();
