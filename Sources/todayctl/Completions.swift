@@ -52,6 +52,24 @@ enum Completions {
         }
     }
 
+    /// The loop, the same in bash and zsh, that reads the words before the
+    /// cursor (`words[first]` up to `words[limit - 1]`) into `command`,
+    /// `operand` (how many of its operands) and `address`, skipping options
+    /// and their values.
+    static func countOperands(_ commands: [Command], from first: Int, before limit: String) -> [String] {
+        let skipped = valueOptions(commands).flatMap(\.1).filter { $0 != "--address" }
+        return [
+            "    for ((i = \(first); i < \(limit); i++)); do",
+            "        case ${words[i]} in",
+            "        --address) address=${words[i + 1]}; ((i++)) ;;",
+            "        \(skipped.joined(separator: " | "))) ((i++)) ;;",
+            "        -*) ;;",
+            "        *) if [[ -z $command ]]; then command=${words[i]}; else ((operand++)); fi ;;",
+            "        esac",
+            "    done",
+        ]
+    }
+
     static func optionWords(_ command: Command) -> String {
         (command.options.map(\.name) + globalOptions.map(\.name)).joined(separator: " ")
     }
@@ -68,7 +86,6 @@ enum Completions {
             case .words(let words): "COMPREPLY=($(compgen -W \"\(words.joined(separator: " "))\" -- \"$cur\"))"
             }
         }
-        let skipped = valueOptions(commands).flatMap(\.1).filter { $0 != "--address" }
         var lines = [
             "# bash completion for todayctl, made by `todayctl completions bash`.",
             "",
@@ -80,16 +97,9 @@ enum Completions {
             "    local cur prev words cword address=\"\"",
             "    _init_completion || return",
             "    local i command=\"\" operand=0",
-            "    for ((i = 1; i < cword; i++)); do",
-            "        case ${words[i]} in",
-            "        --address) address=${words[i + 1]}; ((i++)) ;;",
-            "        \(skipped.joined(separator: " | "))) ((i++)) ;;",
-            "        -*) ;;",
-            "        *) if [[ -z $command ]]; then command=${words[i]}; else ((operand++)); fi ;;",
-            "        esac",
-            "    done",
-            "    case $prev in",
         ]
+        lines += countOperands(commands, from: 1, before: "cword")
+        lines.append("    case $prev in")
         for (completion, names) in valueOptions(commands) {
             lines.append("    \(names.joined(separator: " | "))) \(offer(completion)); return ;;")
         }
@@ -130,7 +140,6 @@ enum Completions {
             let text = "\(command.name):\(command.summary.replacingOccurrences(of: ":", with: "\\:"))"
             return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
         }
-        let skipped = valueOptions(commands).flatMap(\.1).filter { $0 != "--address" }
         var lines = [
             "#compdef todayctl",
             "# zsh completion for todayctl, made by `todayctl completions zsh`.",
@@ -143,16 +152,9 @@ enum Completions {
             "",
             "_todayctl() {",
             "    local i command=\"\" operand=0 address=\"\"",
-            "    for ((i = 2; i < CURRENT; i++)); do",
-            "        case ${words[i]} in",
-            "        --address) address=${words[i + 1]}; ((i++)) ;;",
-            "        \(skipped.joined(separator: " | "))) ((i++)) ;;",
-            "        -*) ;;",
-            "        *) if [[ -z $command ]]; then command=${words[i]}; else ((operand++)); fi ;;",
-            "        esac",
-            "    done",
-            "    case ${words[CURRENT - 1]} in",
         ]
+        lines += countOperands(commands, from: 2, before: "CURRENT")
+        lines.append("    case ${words[CURRENT - 1]} in")
         for (completion, names) in valueOptions(commands) {
             lines.append("    \(names.joined(separator: " | "))) \(offer(completion)); return ;;")
         }
