@@ -75,6 +75,10 @@ import Testing
             .init(name: "W", script: Self.probe(port: port), groups: ["group.org.example.box"]),
             .init(name: "Net", script: Self.probe(port: port), groups: ["group.org.example.box"]),
             .init(name: "Other", script: "cat > /dev/null; echo '{\"result\": \"no-data\"}'"),
+            // The memory limit counts the sandbox's processes: a child grows past it.
+            .init(
+                name: "Big", script: "cat > /dev/null; /usr/bin/python3 -c 'a = bytearray(300 << 20); import time; time.sleep(20)'",
+                attributes: ["TodayMemoryLimit": .integer(64 << 20), "TodayUpdateTimeout": .integer(15)]),
         ])
         try BundleRuleTests.writePlist(bundles.url.appendingPathComponent("org.example.Box.app/Entitlements.plist")) {
             $0["com.apple.security.application-groups"] = .array([.string("group.org.example.box")])
@@ -111,6 +115,9 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: home.path + "/data/todayd/groups/group.org.example.private/planted"))
         #expect(!FileManager.default.fileExists(atPath: bundles.path + "/org.example.Box.app/PlugIns/W.appex/planted"))
+
+        #expect(try await client.widget("org.example.Box.Big", "PerformUpdate").body == [.string("failed")])
+        #expect(try await client.property("org.example.Box.Big", "LastFailure") == .string("memory-limit"))
 
         // With the network entitlement the same connection goes through;
         // the rest is as confined.
