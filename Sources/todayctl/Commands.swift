@@ -310,7 +310,12 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
                 Out.json(.dictionary(["event": .string("changed"), "object": .string(object), "properties": values]), compact: true)
             } else {
                 let text = (values.dictionary ?? [:]).map { key, value in
-                    key == "Snapshot" ? "Snapshot=\(snapshotSummary(value))" : "\(key)=\(describe(value))"
+                    switch (key, value) {
+                    case ("Snapshot", _): "Snapshot=\(snapshotSummary(value))"
+                    // A widget's `t` of 0: never updated, nothing scheduled, no next entry.
+                    case (_, .date(let date)) where date.timeIntervalSince1970 == 0: "\(key)=none"
+                    default: "\(key)=\(describe(value))"
+                    }
                 }
                 Out.line("\(timestamp()) \(object): " + text.joined(separator: " "))
             }
