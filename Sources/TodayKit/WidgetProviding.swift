@@ -2,12 +2,9 @@ import Foundation
 import PropertyList
 import TodayCore
 
-/// NCUpdateResult.
-public enum UpdateResult: String, Sendable {
-    case newData = "new-data"
-    case noData = "no-data"
-    case failed
-}
+/// NCUpdateResult: todayd's own result type (`.newData`, `.noData`,
+/// `.failed`, written as SPEC section 4 says).
+public typealias UpdateResult = TodayCore.UpdateResult
 
 /// What a widget shows: the keys panels understand (SPEC section 2), and
 /// any others, which pass through to them.

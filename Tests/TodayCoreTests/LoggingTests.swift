@@ -21,15 +21,10 @@ import Testing
         defer { bundles.remove() }
         try bundles.addApp("org.example.Logs", name: "Logs", widgets: [.init(name: "W", script: "exit 0")])
         for verbose in [false, true] {
-            let folder = try temporaryDirectory("journal")
+            let (folder, log, stream) = try Self.journalFile()
             defer { try? FileManager.default.removeItem(at: folder) }
-            let log = folder.appendingPathComponent("stderr")
-            #expect(FileManager.default.createFile(atPath: log.path, contents: nil))
-            var info = stat()
-            #expect(stat(log.path, &info) == 0)
             let daemon = try TodayDaemon(
-                bundles: [bundles.path], environment: ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"], verbose: verbose,
-                standardError: log.path)
+                bundles: [bundles.path], environment: ["JOURNAL_STREAM": stream], verbose: verbose, standardError: log.path)
             let client = try await daemon.ready()
             client.close()
             daemon.stop()
@@ -41,16 +36,23 @@ import Testing
         }
     }
 
-    @Test func todaydWritesPrioritiesToTheJournal() async throws {
+    /// A file to stand for the journal: its folder, the file, and the
+    /// `device:inode` JOURNAL_STREAM names it by.
+    static func journalFile() throws -> (URL, URL, String) {
         let folder = try temporaryDirectory("journal")
-        defer { try? FileManager.default.removeItem(at: folder) }
         let log = folder.appendingPathComponent("stderr")
         #expect(FileManager.default.createFile(atPath: log.path, contents: nil))
         var info = stat()
         #expect(stat(log.path, &info) == 0)
+        return (folder, log, "\(info.st_dev):\(info.st_ino)")
+    }
+
+    @Test func todaydWritesPrioritiesToTheJournal() async throws {
+        let (folder, log, stream) = try Self.journalFile()
+        defer { try? FileManager.default.removeItem(at: folder) }
         // As systemd starts a service: standard error is the stream JOURNAL_STREAM names.
         let todayd = Paths.todayd
-        let script = "JOURNAL_STREAM=\(info.st_dev):\(info.st_ino) exec \"$0\" --address unix:path=/nonexistent --verbose 2>>\"$1\""
+        let script = "JOURNAL_STREAM=\(stream) exec \"$0\" --address unix:path=/nonexistent --verbose 2>>\"$1\""
         _ = try await run(["sh", "-c", script, todayd, log.path])
         let journal = try String(contentsOf: log, encoding: .utf8)
         #expect(journal.hasPrefix("<3>cannot connect to the bus at unix:path=/nonexistent"), "\(journal)")

@@ -18,9 +18,10 @@ public final class BundleWatcher: Sendable {
     /// few per user: 128 by default), each change reported at once.
     private let others = Mutex<(watches: [Int32: String], changed: (@Sendable () -> Void)?)>(([:], nil))
     /// Held while events are read and handed out, by the watcher's thread
-    /// or by `drain()`; true when `drain()` read bundle events that the
-    /// thread's debounced rescan has yet to take.
-    private let reading = Mutex(false)
+    /// or by `drain()`: the buffer they are read into, and whether
+    /// `drain()` read bundle events that the thread's debounced rescan has
+    /// yet to take.
+    private let reading = Mutex((buffer: [UInt8](repeating: 0, count: 64 * 1024), bundlesPending: false))
 
     /// Starts watching; nil (and nothing watched) where inotify is unavailable.
     public init?(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) {
@@ -69,17 +70,16 @@ public final class BundleWatcher: Sendable {
     /// before an OpenURL is seen by it). Bundle events go on to the
     /// thread's debounced rescan.
     func drain() {
-        reading.withLock { bundlesPending in
-            let (bundles, other) = readEvents()
+        reading.withLock { reading in
+            let (bundles, other) = readEvents(into: &reading.buffer)
             if other { others.withLock { $0.changed }?() }
-            if bundles { bundlesPending = true }
+            if bundles { reading.bundlesPending = true }
         }
     }
 
     /// Reads every queued event: whether they touch the bundle folders and
-    /// the other folders. Called with `reading` held.
-    private func readEvents() -> (bundles: Bool, others: Bool) {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// the other folders. Called with `reading` held, with its buffer.
+    private func readEvents(into buffer: inout [UInt8]) -> (bundles: Bool, others: Bool) {
         var bundles = false
         var other = false
         while true {
@@ -143,12 +143,12 @@ public final class BundleWatcher: Sendable {
                 wait = 500
             }
             let ready = poll(&entry, 1, wait) > 0
-            let bundles = reading.withLock { drained in
-                defer { drained = false }
-                guard ready else { return drained }
-                let (bundles, other) = readEvents()
+            let bundles = reading.withLock { reading in
+                defer { reading.bundlesPending = false }
+                guard ready else { return reading.bundlesPending }
+                let (bundles, other) = readEvents(into: &reading.buffer)
                 if other { others.withLock { $0.changed }?() }
-                return bundles || drained
+                return bundles || reading.bundlesPending
             }
             // Later events push the rescan back until things are quiet.
             if bundles {
