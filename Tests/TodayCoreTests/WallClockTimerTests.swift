@@ -5,7 +5,8 @@ import Testing
 
 /// The scheduler's one wall-clock timer: it sleeps until what is due next,
 /// not in steps, and fires at the time asked for.
-@Suite struct WallClockTimerTests {
+// Serialized: setting the clock wakes every such timer, this suite's others too.
+@Suite(.serialized) struct WallClockTimerTests {
     @Test func itFiresWhenAskedAndSleepsOtherwise() async throws {
         let fired = Locked<[Date]>([])
         // Fires now, then 0.3 s later, then asks for an hour.
@@ -27,6 +28,43 @@ import Testing
         timer.poke()
         for _ in 0..<100 where fired.value.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(fired.value.count == 3, "a poke looks again at once")
+    }
+
+    /// Sets the clock to the time it shows, 50 µs on (the call itself takes
+    /// a few), so that it never steps back; false where that is not allowed.
+    static func setTheClockToItself() -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        now.tv_nsec += 50_000
+        if now.tv_nsec >= 1_000_000_000 {
+            now.tv_nsec -= 1_000_000_000
+            now.tv_sec += 1
+        }
+        return clock_settime(CLOCK_REALTIME, &now) == 0
+    }
+
+    /// Whether this process may set the clock (root in CI).
+    static let canSetTheClock = setTheClockToItself()
+
+    @Test(.enabled(if: canSetTheClock, "needs CAP_SYS_TIME to set the clock"))
+    func settingTheClockWakesIt() async throws {
+        // Asked to sleep an hour, the timer fires again as soon as the clock
+        // is set (here to the time it already shows, so nothing else moves):
+        // the kernel cancels an absolute CLOCK_REALTIME timer armed with
+        // TFD_TIMER_CANCEL_ON_SET, and the scheduler then sees the new time.
+        let fired = Locked(0)
+        let timer = try #require(
+            WallClockTimer {
+                fired.withLock { $0 += 1 }
+                return 3600
+            })
+        defer { timer.stop() }
+        for _ in 0..<100 where fired.value < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fired.value == 1)
+        #expect(Self.setTheClockToItself())
+        for _ in 0..<200 where fired.value < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(fired.value == 2, "the timer fired \(fired.value) times; setting the clock should wake it once")
     }
 
     @Test func anIdleTodaydDoesNotWake() async throws {

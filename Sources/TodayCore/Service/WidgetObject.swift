@@ -12,12 +12,6 @@ extension TodayService {
                     guard let self else { throw DBusError.failed("todayd is shutting down") }
                     return [.string(try await self.activate(id, platformData: call.arguments[0]))]
                 },
-                "PerformAction": { [weak self] call in
-                    guard let self else { throw DBusError.failed("todayd is shutting down") }
-                    let actionID = call.arguments[0].string ?? ""
-                    let result = try await self.limitingCalls(of: call.sender) { try await self.performAction(id, action: actionID) }
-                    return [.string(result.rawValue)]
-                },
                 "GetTimeline": { [weak self] _ in
                     guard let self else { throw DBusError.failed("todayd is shutting down") }
                     return [try self.timelineValue(id)]
@@ -27,7 +21,11 @@ extension TodayService {
                 "PerformUpdate": { [weak self] call, answer in
                     guard let self else { throw DBusError.failed("todayd is shutting down") }
                     try self.answerUpdate(id, call, answer)
-                }
+                },
+                "PerformAction": { [weak self] call, answer in
+                    guard let self else { throw DBusError.failed("todayd is shutting down") }
+                    try self.answerAction(id, call, answer)
+                },
             ])
     }
 }

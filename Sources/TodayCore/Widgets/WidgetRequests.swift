@@ -7,12 +7,39 @@ import Synchronization
 extension TodayService {
     // MARK: Actions
 
+    /// PerformAction from the bus: started on the connection's loop thread
+    /// (so a toggle's new state goes out before the loop reads anything
+    /// else) and answered by whichever thread finishes the run.
+    func answerAction(_ id: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
+        let sender = call.sender
+        let actionID = call.arguments.first?.string ?? ""
+        try admit(sender)
+        performAction(id, action: actionID) { [self] result in
+            release(sender)
+            answer.complete(result.map { [.string($0.rawValue)] })
+        }
+    }
+
     /// Widget.PerformAction (SPEC section 10): runs the provider's action
     /// for a button or toggle the current snapshot offers, after any run
     /// of this widget under way; calls for the same action and state share
     /// one run. A toggle shows the state asked for at once.
     public func performAction(_ id: String, action actionID: String) async throws -> UpdateResult {
-        let widget = try widget(id)
+        try await withCheckedThrowingContinuation { continuation in
+            performAction(id, action: actionID) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// `performAction` for callers that wait without a task: `done` gets
+    /// the result once the outcome is stored and announced, on the thread
+    /// that finished the run.
+    func performAction(_ id: String, action actionID: String, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
+        let widget: Widget
+        do {
+            widget = try self.widget(id)
+        } catch {
+            return done(.failure(error))
+        }
         let now = self.now()
         typealias Started = (action: ProviderAction, run: UpdateInProgress, joined: Bool, previous: PlistDictionary, shown: [(String, Value)]?)
         let started = widget.data.withLock { data -> Result<Started, TodayError> in
@@ -33,7 +60,11 @@ extension TodayService {
             return .success((action, run, false, previous, shown))
         }
         // The provider gets the snapshot as it was before a toggle.
-        let (action, run, joined, previous, shown) = try started.get()
+        let action: ProviderAction, run: UpdateInProgress, joined: Bool, previous: PlistDictionary, shown: [(String, Value)]?
+        switch started {
+        case .failure(let error): return done(.failure(error))
+        case .success(let value): (action, run, joined, previous, shown) = value
+        }
         if !joined {
             if let shown { widget.object.set(shown) }
             widget.runs.enqueue { [self] next in
@@ -43,7 +74,7 @@ extension TodayService {
                 }
             }
         }
-        return await run.result()
+        run.whenFinished { done(.success($0)) }
     }
 
     /// Error.ProviderFailed while a provider that keeps failing waits out
