@@ -1,4 +1,5 @@
 import CDBus
+import FoundationEssentials
 import Glibc
 
 /// Conversion between `Value` and libdbus message iterators.
@@ -52,6 +53,8 @@ enum Marshal {
             return try appendString(s, code("s"), to: &iterator)
         case .objectPath(let p): return try appendString(p.rawValue, code("o"), to: &iterator)
         case .signature(let g): return try appendString(g.rawValue, code("g"), to: &iterator)
+        case .bytes(let data):
+            return try appendBytes(data, to: &iterator)
         case .array(let element, let values):
             return try appendArray(element, values, to: &iterator)
         case .dictionary(let keyType, let valueType, let entries):
@@ -89,23 +92,30 @@ enum Marshal {
         guard ok else { throw DBusError(.noMemory, "out of memory appending a string") }
     }
 
+    /// An `ay` in one call, from the buffer as it is.
+    private static func appendBytes(_ data: Data, to iterator: inout DBusMessageIter) throws {
+        guard let count = Int32(exactly: data.count) else { throw DBusError.invalidArgs("\(data.count) bytes are more than D-Bus can carry") }
+        try withContainer(code("a"), "y", &iterator) { sub in
+            let ok = data.withUnsafeBytes { buffer -> Bool in
+                // libdbus reads `count` bytes from the pointer; an empty array needs one anyway.
+                var base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)
+                return withUnsafeMutablePointer(to: &base) {
+                    dbus_message_iter_append_fixed_array(&sub, code("y"), $0, count) != 0
+                }
+            }
+            guard ok else { throw DBusError(.noMemory, "out of memory appending bytes") }
+        }
+    }
+
     private static func appendArray(_ element: DBusType, _ values: [Value], to iterator: inout DBusMessageIter) throws {
         if element == .byte {
-            var bytes = [UInt8]()
+            var bytes = Data()
             bytes.reserveCapacity(values.count)
             for value in values {
                 guard case .byte(let b) = value else { throw mismatch(value, .byte) }
                 bytes.append(b)
             }
-            return try withContainer(code("a"), "y", &iterator) { sub in
-                let ok = bytes.withUnsafeBufferPointer { buffer -> Bool in
-                    var base = buffer.baseAddress
-                    return withUnsafeMutablePointer(to: &base) {
-                        dbus_message_iter_append_fixed_array(&sub, code("y"), $0, Int32(buffer.count)) != 0
-                    }
-                }
-                guard ok else { throw DBusError(.noMemory, "out of memory appending bytes") }
-            }
+            return try appendBytes(bytes, to: &iterator)
         }
         try withContainer(code("a"), element.signature, &iterator) { sub in
             for value in values {
@@ -206,9 +216,8 @@ enum Marshal {
             var base: UnsafeMutableRawPointer?
             var count: Int32 = 0
             withUnsafeMutablePointer(to: &base) { dbus_message_iter_get_fixed_array(&sub, $0, &count) }
-            guard let base, count > 0 else { return .array(.byte, []) }
-            let buffer = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))
-            return .array(.byte, buffer.map(Value.byte))
+            guard let base, count > 0 else { return .bytes(Data()) }
+            return .bytes(Data(bytes: base, count: Int(count)))
         case .array(let element):
             var values: [Value] = []
             while dbus_message_iter_get_arg_type(&sub) != 0 {

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 
 /// One D-Bus value of any type. Containers carry their element types so that
@@ -16,7 +17,11 @@ public enum Value: Hashable, Sendable {
     case objectPath(ObjectPath)
     case signature(Signature)
     case unixFD(UnixFileDescriptor)
-    /// An array whose elements all have the given type.
+    /// An `ay`: the bytes in one buffer, appended and read whole. Messages
+    /// are read into this form; an `.array(.byte, …)` is sent the same way
+    /// but is never produced.
+    case bytes(Data)
+    /// An array whose elements all have the given type (`ay` is `bytes`).
     case array(DBusType, [Value])
     /// A dictionary (`a{..}`) in wire order.
     case dictionary(key: DBusType, value: DBusType, [DictionaryEntry])
@@ -38,6 +43,7 @@ public enum Value: Hashable, Sendable {
         case .objectPath: .objectPath
         case .signature: .signature
         case .unixFD: .unixFD
+        case .bytes: .array(.byte)
         case .array(let element, _): .array(element)
         case .dictionary(let key, let value, _): .dictionary(key: key, value: value)
         case .structure(let fields): .structure(fields.map(\.type))
@@ -58,11 +64,6 @@ public enum Value: Hashable, Sendable {
     /// An `ao`.
     public static func objectPaths(_ paths: [ObjectPath]) -> Value {
         .array(.objectPath, paths.map(Value.objectPath))
-    }
-
-    /// An `ay`.
-    public static func bytes(_ bytes: [UInt8]) -> Value {
-        .array(.byte, bytes.map(Value.byte))
     }
 
     // MARK: Reading values
@@ -151,11 +152,11 @@ public enum Value: Hashable, Sendable {
     }
 
     /// Bytes of an `ay`.
-    public var byteArray: [UInt8]? {
+    public var data: Data? {
         switch self {
-        case .array(.byte, let values):
-            values.compactMap { if case .byte(let b) = $0 { b } else { nil } }
-        case .variant(let inner): inner.byteArray
+        case .bytes(let data): data
+        case .array(.byte, let values): Data(values.compactMap { if case .byte(let b) = $0 { b } else { nil } })
+        case .variant(let inner): inner.data
         default: nil
         }
     }
@@ -207,6 +208,7 @@ extension Value: CustomStringConvertible {
         case .objectPath(let v): v.rawValue
         case .signature(let v): v.rawValue
         case .unixFD(let v): "fd \(v.rawValue)"
+        case .bytes(let data): "[" + data.map(String.init).joined(separator: ", ") + "]"
         case .array(_, let values): "[" + values.map(\.description).joined(separator: ", ") + "]"
         case .dictionary(_, _, let entries):
             "{" + entries.map { "\($0.key.description): \($0.value.description)" }.joined(separator: ", ") + "}"

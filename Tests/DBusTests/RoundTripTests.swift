@@ -14,7 +14,7 @@ import Testing
             .string(""), .string("héllo wörld ✓ 日本語 🙂"), .string(String(repeating: "x", count: 100_000)),
             .objectPath(ObjectPath("/")), .objectPath(ObjectPath("/a/b_c/D9")),
             .signature(Signature(rawValue: "a{sv}(iu)")!), .signature(Signature(rawValue: "")!),
-            .array(.string, []), .array(.byte, []), .bytes(Array(0...255)),
+            .array(.string, []), .bytes(Data()), .bytes(Data(0...255)),
             .array(.array(.variant), [.array(.variant, [])]),
             .dictionary(key: .string, value: .variant, []),
             .vardict([("a", .int32(1)), ("b", .string("two")), ("c", .variant(.variant(.boolean(true))))]),

@@ -112,13 +112,13 @@ import Testing
             let properties = try #require(all.body.first?.stringDictionary)
             #expect(properties["Greeting"] == .string("hello"))
             #expect(properties["Count"] == .uint32(0))
-            #expect(properties["Blob"] == .bytes([1, 2, 3]))
+            #expect(properties["Blob"] == .bytes(Data([1, 2, 3])))
 
             try await client.call(
                 d, path: TestObject.path, interface: .properties, member: MemberName("Set"),
                 [.string("org.example.Test1"), .string("Count"), .variant(.uint32(42))])
             #expect(object[property: "Count"] == .uint32(42))
-            object.set("Blob", .bytes([9]))
+            object.set("Blob", .bytes(Data([9])))
             object.set("Greeting", .string("hello"))  // unchanged: no signal
             try await client.call(
                 d, path: TestObject.path, interface: TestObject.name, member: MemberName("SetGreeting"),
@@ -138,7 +138,7 @@ import Testing
                 let now = try #require(again.body.first?.stringDictionary)
                 #expect(now["Greeting"] == .string("bonjour"))
                 #expect(now["Count"] == .uint32(42))
-                #expect(now["Blob"] == .bytes([9]))
+                #expect(now["Blob"] == .bytes(Data([9])))
             }
 
             try await Task.sleep(for: .milliseconds(200))

@@ -36,7 +36,7 @@ enum TestObject {
             interface,
             properties: [
                 "Greeting": .string("hello"), "Count": .uint32(0), "Serial": .string("A-1"),
-                "Blob": .bytes([1, 2, 3]),
+                "Blob": .bytes(Data([1, 2, 3])),
             ],
             methods: [
                 "Sleep": { call in

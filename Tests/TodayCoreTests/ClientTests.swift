@@ -56,7 +56,7 @@ import Testing
         let post = try await client.property(Self.latestPost, "Snapshot").stringDictionary ?? [:]
         #expect(post["title"]?.unwrapped == .string("Creating Today Widgets"))
         #expect(post["url"]?.unwrapped == .string("agostiniTech://openPost?postID=42"))
-        #expect(post["image"]?.unwrapped.byteArray?.starts(with: [0x89, 0x50, 0x4e, 0x47]) == true)
+        #expect(post["image"]?.unwrapped.data?.starts(with: [0x89, 0x50, 0x4e, 0x47]) == true)
         let map = try await client.property(Self.traffic, "Snapshot").stringDictionary ?? [:]
         #expect(map["image-url"]?.unwrapped == .string("https://static-maps.yandex.ru/1.x/?ll=37.6173,55.7558&spn=0.05,0.05&size=300,250&l=map,trf"))
         #expect(map["url"]?.unwrapped == .string("traffic://"))

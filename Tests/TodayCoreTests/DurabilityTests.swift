@@ -221,7 +221,7 @@ import Testing
         // Fill the disk.
         let filler = disk.path + "/data/filler"
         _ = try? await run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k", "count=100"])
-        let full = await set("big", .bytes([UInt8](repeating: 1, count: 200_000)))
+        let full = await set("big", .bytes(Data(repeating: 1, count: 200_000)))
         #expect(full.hasPrefix("org.freedesktop.DBus.Error.Failed: ") && full.contains("No space left on device"), "\(full)")
         // New content that cannot be stored is a failure; the old snapshot stays.
         #expect(try await client.widget(id, "PerformUpdate").body == [.string("failed")])

@@ -60,7 +60,7 @@ import Testing
             let date = Date(timeIntervalSince1970: 1_796_083_200)
             let values: [(String, Value)] = [
                 ("string", .string("Grüße ✓")), ("int", .int64(-42)), ("real", .double(2.5)), ("bool", .boolean(true)),
-                ("data", .bytes([0, 1, 255])), ("date", .uint64(ValueMapping.microseconds(date))),
+                ("data", .bytes(Data([0, 1, 255]))), ("date", .uint64(ValueMapping.microseconds(date))),
                 ("array", .array(.variant, [.variant(.int64(1)), .variant(.string("two"))])),
                 ("dict", .vardict([("nested", .vardict([("deep", .boolean(false))]))])),
             ]
@@ -186,9 +186,9 @@ import Testing
             #expect(await Self.errorName { try await call(app, "Set", [.string("fd"), .variant(.unixFD(fd))]) } == invalid)
             let intKeys = Value.dictionary(key: .int32, value: .string, [DictionaryEntry(.int32(1), .string("x"))])
             #expect(await Self.errorName { try await call(app, "Set", [.string("map"), .variant(intKeys)]) } == invalid)
-            let big = Value.bytes([UInt8](repeating: 7, count: (4 << 20) + 1))
+            let big = Value.bytes(Data(repeating: 7, count: (4 << 20) + 1))
             #expect(await Self.errorName { try await call(app, "Set", [.string("big"), .variant(big)]) } == "io.github.todayd.Today1.Error.TooLarge")
-            let chunk = Value.bytes([UInt8](repeating: 7, count: 3 << 20))
+            let chunk = Value.bytes(Data(repeating: 7, count: 3 << 20))
             for index in 0..<5 { try await call(app, "Set", [.string("chunk\(index)"), .variant(chunk)]) }
             #expect(await Self.errorName { try await call(app, "Set", [.string("chunk5"), .variant(chunk)]) } == "io.github.todayd.Today1.Error.TooLarge")
             // What was refused did not touch what is stored.

@@ -19,7 +19,7 @@ public enum ValueMapping {
         case .real(let d): return .double(d)
         case .boolean(let b): return .boolean(b)
         case .date(let date): return .uint64(microseconds(date))
-        case .data(let data): return .bytes(Array(data))
+        case .data(let data): return .bytes(data)
         case .array(let elements):
             if typedArrays, !elements.isEmpty, elements.allSatisfy({ $0.dictionary != nil }) {
                 return .array(.dictionary(key: .string, value: .variant), elements.map { dbus($0, typedArrays: true) })
@@ -62,6 +62,7 @@ public enum ValueMapping {
         case .signature(let g): return .string(g.rawValue)
         case .unixFD: throw Failure.unsupported("a file descriptor (h) cannot be stored")
         case .variant(let inner): return try plist(inner)
+        case .bytes(let data): return .data(data)
         case .array(.byte, let bytes):
             return .data(Data(bytes.map { if case .byte(let b) = $0 { b } else { 0 } }))
         case .array(_, let elements): return .array(try elements.map(plist))
