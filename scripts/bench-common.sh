@@ -3,8 +3,9 @@
 # folder cleaned up at exit, and:
 #   bundles COUNT FOLDER SCRIPT   COUNT apps of one widget each, whose
 #                                 provider is the shell SCRIPT
-#   start_todayd FOLDER           todayd on its own bus serving FOLDER;
-#                                 sets addr and tpid
+#   start_todayd FOLDER [PATH]    todayd on its own bus serving FOLDER
+#                                 (with that PATH: one without bwrap runs
+#                                 providers unconfined); sets addr, tpid
 #   median, field NAME            over lines of NAME=value
 work=$(mktemp -d)
 pids=()
@@ -37,7 +38,7 @@ start_todayd() {
     mkdir -p "$home"
     local address_file=$home/address
     HOME=$home XDG_DATA_HOME=$home/data XDG_CACHE_HOME=$home/cache XDG_STATE_HOME=$home/state XDG_DATA_DIRS=$home/none \
-        "$bin/todayd" --private-bus --bundles "$1" >"$address_file" 2>/dev/null &
+        PATH=${2:-$PATH} "$bin/todayd" --private-bus --bundles "$1" >"$address_file" 2>/dev/null &
     tpid=$!
     disown "$tpid"
     pids+=("$tpid")

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// The text forms of scalar values in XML property lists.
 enum PlistText {
@@ -164,14 +165,62 @@ enum PlistText {
 
     /// Base64, skipping every byte outside its alphabet (white space, line
     /// breaks, stray characters), as Apple's reader and Python's plistlib do.
-    static func data(_ bytes: [UInt8]) -> Data? {
-        let compact = bytes.filter { isBase64[Int($0)] }
+    /// The bytes of base64 text. Characters outside the alphabet are
+    /// skipped (as Apple's reader and plistlib do). Text that is whole
+    /// groups of four with `=` only at the end of the last, as every
+    /// writer makes it, is decoded in one pass into one buffer; anything
+    /// else goes to Foundation's decoder, whose answer stands.
+    static func data(_ text: [UInt8]) -> Data? {
+        if let data = decodeWholeGroups(text) { return data }
+        let compact = text.filter { base64Value[Int($0)] != skip }
         return Data(base64Encoded: Data(compact))
     }
 
-    private static let isBase64: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=".utf8) { table[Int(byte)] = true }
+    private static func decodeWholeGroups(_ text: [UInt8]) -> Data? {
+        text.withUnsafeBufferPointer { text -> Data? in
+            let capacity = text.count / 4 * 3 + 3
+            guard let bytes = malloc(capacity)?.assumingMemoryBound(to: UInt8.self) else { return nil }
+            var written = 0, symbols = 0, padding = 0
+            var group: UInt32 = 0
+            for character in text {
+                let value = base64Value[Int(character)]
+                if value == skip { continue }
+                if value == pad {
+                    padding += 1
+                } else {
+                    // A symbol after `=`, or after a group that ended with one.
+                    guard padding == 0 else { return failed(bytes) }
+                    group |= UInt32(value) << (18 - 6 * UInt32(symbols % 4))
+                }
+                symbols += 1
+                guard symbols % 4 == 0 else { continue }
+                guard padding <= 2, written + 3 <= capacity else { return failed(bytes) }
+                bytes[written] = UInt8(truncatingIfNeeded: group >> 16)
+                bytes[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                bytes[written + 2] = UInt8(truncatingIfNeeded: group)
+                written += 3 - padding
+                group = 0
+                if padding > 0 { padding = 3 }  // nothing may follow
+            }
+            guard symbols % 4 == 0 else { return failed(bytes) }
+            return Data(bytesNoCopy: bytes, count: written, deallocator: .free)
+        }
+    }
+
+    private static func failed(_ bytes: UnsafeMutablePointer<UInt8>) -> Data? {
+        free(bytes)
+        return nil
+    }
+
+    private static let skip: UInt8 = 0xFF
+    private static let pad: UInt8 = 0xFE
+    /// Each byte's value in base64: 0 to 63, `pad` for `=`, `skip` otherwise.
+    private static let base64Value: [UInt8] = {
+        var table = [UInt8](repeating: skip, count: 256)
+        for (value, byte) in Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8).enumerated() {
+            table[Int(byte)] = UInt8(value)
+        }
+        table[Int(UInt8(ascii: "="))] = pad
         return table
     }()
 }

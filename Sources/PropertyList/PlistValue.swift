@@ -168,6 +168,26 @@ public enum Plist {
     /// Whether `date` lies between `firstDate` and the end of `lastDate`'s second.
     public static func isStorable(_ date: Date) -> Bool { PlistText.isStorable(date) }
 
+    /// At least the size of `value` in the binary format, found without
+    /// writing it: each object's marker, length, offset and references at
+    /// their widest, strings as UTF-16 at two bytes per UTF-8 byte, and
+    /// nothing shared. A size under a limit here is under it written.
+    public static func binarySizeBound(of value: PlistValue) -> Int {
+        let object = 1 + 9 + 8
+        switch value {
+        case .string(let s): return object + 2 * s.utf8.count
+        case .data(let d): return object + d.count
+        case .integer, .unsignedInteger: return object + 16
+        case .real, .date: return object + 8
+        case .boolean: return object
+        case .array(let elements): return elements.reduce(object + 8 * elements.count) { $0 + binarySizeBound(of: $1) }
+        case .dictionary(let dictionary):
+            var size = object + 16 * dictionary.count
+            for (key, element) in dictionary { size += object + 2 * key.utf8.count + binarySizeBound(of: element) }
+            return size
+        }
+    }
+
     public static func write(_ value: PlistValue, format: PlistFormat) throws -> Data {
         switch format {
         case .xml: try XMLPlistWriter.write(value)

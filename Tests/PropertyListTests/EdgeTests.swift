@@ -239,3 +239,37 @@ extension PlistValue {
         return real.bitPattern
     }
 }
+
+extension EdgeTests {
+    /// `<data>` is written and decoded in one pass each; both agree with
+    /// Foundation's encoder, and the decoder with Foundation's decoder applied to the text without its stray characters, on every
+    /// length, with junk, spaces and `=` anywhere.
+    @Test func base64AsFoundationDecodesItsAlphabet() {
+        var rng = SeededGenerator(state: 64)
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        let extra = Array("= \n\t\r!*-_.".utf8)
+        func foundation(_ text: [UInt8]) -> Data? {
+            Data(base64Encoded: Data(text.filter { alphabet.contains($0) || $0 == UInt8(ascii: "=") }))
+        }
+        for length in 0..<300 {
+            // Valid text, then with stray characters sprinkled in.
+            let bytes = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) })
+            var text = Array(bytes.base64EncodedString().utf8)
+            var written: [UInt8] = [0x41]
+            XMLPlistWriter.appendBase64(bytes, to: &written)
+            #expect(written == [0x41] + text, "the writer's base64 of \(length) bytes")
+            #expect(PlistText.data(text) == bytes, "\(length) bytes")
+            for _ in 0..<3 { text.insert(extra[Int.random(in: 1..<extra.count, using: &rng)], at: Int.random(in: 0...text.count, using: &rng)) }
+            #expect(PlistText.data(text) == bytes, "\(length) bytes with stray characters")
+            // Random text over the alphabet, `=` and junk: the same answer as Foundation's.
+            let random = (0..<(length % 23)).map { _ in
+                Int.random(in: 0..<6, using: &rng) == 0 ? extra[Int.random(in: 0..<extra.count, using: &rng)]
+                    : alphabet[Int.random(in: 0..<alphabet.count, using: &rng)]
+            }
+            #expect(PlistText.data(random) == foundation(random), "\(String(decoding: random, as: UTF8.self))")
+        }
+        for text in ["AB=C", "A===", "====", "QQ==QQ==", "QQ=", "QQ", "QUI=", "QUJD", "QQ==\n", " Q Q = = "] {
+            #expect(PlistText.data(Array(text.utf8)) == foundation(Array(text.utf8)), "\(text)")
+        }
+    }
+}

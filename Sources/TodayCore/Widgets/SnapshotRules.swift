@@ -143,7 +143,10 @@ public enum SnapshotRules {
         if let image = snapshot["image"]?.data, image.count > maximumImage {
             return "snapshot image is \(image.count) bytes, over the limit of \(maximumImage)"
         }
-        if let encoded = try? Plist.write(.dictionary(snapshot), format: .binary), encoded.count > maximumSize {
+        // Written out only when the bound says it might be too big.
+        if Plist.binarySizeBound(of: .dictionary(snapshot)) + 40 > maximumSize,
+            let encoded = try? Plist.write(.dictionary(snapshot), format: .binary), encoded.count > maximumSize
+        {
             return "snapshot is \(encoded.count) bytes encoded, over the limit of \(maximumSize)"
         }
         return nil
