@@ -63,6 +63,8 @@ bench: deps release
 	scripts/bench-plist $(BENCH_OUT) .build/release
 	scripts/bench-widgets $(BENCH_OUT) .build/release
 	scripts/bench-actions $(BENCH_OUT) .build/release
+	scripts/bench-timelines $(BENCH_OUT) .build/release
+	scripts/bench-images $(BENCH_OUT) .build/release
 	scripts/bench-bundles $(BENCH_OUT) .build/release
 
 # The daemon on a bus of its own, serving the example bundles.

@@ -178,32 +178,52 @@ enum PlistText {
 
     private static func decodeWholeGroups(_ text: [UInt8]) -> Data? {
         text.withUnsafeBufferPointer { text -> Data? in
-            let capacity = text.count / 4 * 3 + 3
-            guard let bytes = malloc(capacity)?.assumingMemoryBound(to: UInt8.self) else { return nil }
-            var written = 0, symbols = 0, padding = 0
-            var group: UInt32 = 0
-            for character in text {
-                let value = base64Value[Int(character)]
-                if value == skip { continue }
-                if value == pad {
-                    padding += 1
-                } else {
-                    // A symbol after `=`, or after a group that ended with one.
-                    guard padding == 0 else { return failed(bytes) }
-                    group |= UInt32(value) << (18 - 6 * UInt32(symbols % 4))
+            base64Value.withUnsafeBufferPointer { table -> Data? in
+                let capacity = text.count / 4 * 3 + 3
+                guard let bytes = malloc(capacity)?.assumingMemoryBound(to: UInt8.self) else { return nil }
+                var written = 0, index = 0, symbols = 0, padding = 0
+                var group: UInt32 = 0
+                let count = text.count
+                while index < count {
+                    // Four symbols in a row, at the start of a group: the usual case.
+                    if symbols == 0, index + 4 <= count {
+                        let a = table[Int(text[index])], b = table[Int(text[index + 1])]
+                        let c = table[Int(text[index + 2])], d = table[Int(text[index + 3])]
+                        if a | b | c | d < 64 {
+                            guard padding == 0, written + 3 <= capacity else { return failed(bytes) }
+                            let whole = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                            bytes[written] = UInt8(truncatingIfNeeded: whole >> 16)
+                            bytes[written + 1] = UInt8(truncatingIfNeeded: whole >> 8)
+                            bytes[written + 2] = UInt8(truncatingIfNeeded: whole)
+                            written += 3
+                            index += 4
+                            continue
+                        }
+                    }
+                    let value = table[Int(text[index])]
+                    index += 1
+                    if value == skip { continue }
+                    if value == pad {
+                        padding += 1
+                    } else {
+                        // A symbol after `=`, or after a group that ended with one.
+                        guard padding == 0 else { return failed(bytes) }
+                        group |= UInt32(value) << (18 - 6 * UInt32(symbols))
+                    }
+                    symbols += 1
+                    guard symbols == 4 else { continue }
+                    symbols = 0
+                    guard padding <= 2, written + 3 <= capacity else { return failed(bytes) }
+                    bytes[written] = UInt8(truncatingIfNeeded: group >> 16)
+                    bytes[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    bytes[written + 2] = UInt8(truncatingIfNeeded: group)
+                    written += 3 - padding
+                    group = 0
+                    if padding > 0 { padding = 3 }  // nothing may follow
                 }
-                symbols += 1
-                guard symbols % 4 == 0 else { continue }
-                guard padding <= 2, written + 3 <= capacity else { return failed(bytes) }
-                bytes[written] = UInt8(truncatingIfNeeded: group >> 16)
-                bytes[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
-                bytes[written + 2] = UInt8(truncatingIfNeeded: group)
-                written += 3 - padding
-                group = 0
-                if padding > 0 { padding = 3 }  // nothing may follow
+                guard symbols == 0 else { return failed(bytes) }
+                return Data(bytesNoCopy: bytes, count: written, deallocator: .free)
             }
-            guard symbols % 4 == 0 else { return failed(bytes) }
-            return Data(bytesNoCopy: bytes, count: written, deallocator: .free)
         }
     }
 

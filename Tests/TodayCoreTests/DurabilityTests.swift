@@ -183,6 +183,52 @@ import Testing
         return true
     }()
 
+    @Test func theBusGoingAwayEndsTodaydWithNothingLost() async throws {
+        // The bus dies under todayd: it says so, writes what it holds and
+        // exits 1 (so systemd's Restart= starts it again); the next todayd
+        // has every acknowledged value.
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("busgone")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let logFile = home.path + "/todayd.log"
+        _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+        let id = "org.example.Durable.W"
+        let path = Today.groupPath(Self.group)
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home, standardError: logFile)
+        let client = try await daemon.ready()
+        try await client.center("RegisterApp", [.string(id)])
+        try await client.call(Today.busName, path: path, interface: Today.group.name, member: MemberName("Set"), [.string("kept"), .variant(.string("acknowledged"))])
+        #expect(try await client.widget(id, "PerformUpdate").body == [.string("new-data")])
+        let title = try await client.property(id, "Snapshot").stringDictionary?["title"]?.unwrapped.string
+        let updated = try await client.property(id, "LastUpdated")
+        try await client.center("SetHasContent", [.boolean(false), .string(id)])
+
+        let bus = try runBlocking(["pgrep", "-P", "\(daemon.process.processIdentifier)", "dbus-daemon"]).output
+        let busPID = try #require(pid_t(bus.split(separator: "\n").first ?? ""), "the private bus is todayd's child")
+        kill(busPID, SIGKILL)
+        for _ in 0..<200 where daemon.process.isRunning { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(!daemon.process.isRunning, "todayd outlived its bus")
+        if daemon.process.isRunning { kill(daemon.process.processIdentifier, SIGKILL) }
+        daemon.process.waitUntilExit()
+        client.close()
+        if let socket = BusDaemon.socketPath(of: daemon.address) { unlink(socket) }
+        #expect(daemon.process.terminationStatus == 1)
+        let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+        #expect(log.contains("the bus connection was lost; exiting"), "\(log)")
+
+        let again = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { again.stop(keepHome: true) }
+        let second = try await again.ready()
+        defer { second.close() }
+        #expect(try await second.property(id, "Snapshot").stringDictionary?["title"]?.unwrapped.string == title)
+        #expect(try await second.property(id, "LastUpdated") == updated)
+        #expect(try await second.property(id, "HasContent") == .boolean(false))
+        try await second.center("RegisterApp", [.string(id)])
+        let kept = try await second.call(Today.busName, path: path, interface: Today.group.name, member: MemberName("Get"), [.string("kept")])
+        #expect(kept.body.first?.unwrapped == .string("acknowledged"))
+    }
+
     @Test(.enabled(if: canMount, "needs root and mount(8) to make a small or read-only filesystem"))
     func aFullOrReadOnlyDiskIsAnErrorAndOldDataStays() async throws {
         let bundles = try Self.bundles()
