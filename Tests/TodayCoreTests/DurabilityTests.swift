@@ -274,6 +274,10 @@ import Testing
         let afterFull = try await client.property(id, "LastFailure").string ?? ""
         #expect(afterFull.hasPrefix("storage: ") && afterFull.contains("No space left on device"), "\(afterFull)")
         try FileManager.default.removeItem(atPath: filler)
+        // Space again: writes work again.
+        #expect(await set("after", .string("space")) == "")
+        #expect(try await client.widget(id, "PerformUpdate").body == [.string("new-data")])
+        #expect(try await client.property(id, "LastFailure") == .string(""))
 
         // Read-only.
         #expect(try await run(["mount", "-o", "remount,ro", disk.path]).status == 0)
