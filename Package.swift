@@ -30,11 +30,14 @@ let package = Package(
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         // The few libc calls that need _GNU_SOURCE.
         .target(name: "CSystem"),
-        .target(name: "TodayCore", dependencies: ["DBus", "PropertyList", "CSystem"]),
-        .target(name: "TodayKit", dependencies: ["TodayCore", "DBus", "PropertyList"]),
+        // What todayd, its clients and TodayKit share: names, paths,
+        // interfaces, value mapping, ids, results and error names.
+        .target(name: "TodayProtocol", dependencies: ["DBus", "PropertyList"]),
+        .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CSystem"]),
+        .target(name: "TodayKit", dependencies: ["TodayProtocol", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
-        .executableTarget(name: "todayctl", dependencies: ["TodayCore", "DBus", "PropertyList"]),
-        .executableTarget(name: "today-view", dependencies: ["CGtk", "TodayCore", "DBus"]),
+        .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList"]),
+        .executableTarget(name: "today-view", dependencies: ["CGtk", "TodayCore", "TodayProtocol", "DBus"]),
         // The two tutorial apps and their widgets, built with TodayKit.
         .target(name: "AgostiniTechShared", path: "Examples/AgostiniTechShared"),
         .executableTarget(name: "agostini-tech", dependencies: ["TodayKit", "AgostiniTechShared"], path: "Examples/AgostiniTech"),
@@ -50,7 +53,7 @@ let package = Package(
         .executableTarget(name: "trivial-provider", dependencies: ["TodayKit"], path: "Benchmarks/trivial-provider"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
-        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "DBus", "PropertyList", "TestSupport"]),
+        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "TestSupport"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),
     ],
     swiftLanguageModes: [.v6]

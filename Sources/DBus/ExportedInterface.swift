@@ -52,10 +52,11 @@ public final class ExportedInterface: Sendable {
         var getAllReply: MessageHandle?
     }
 
-    /// Binds handlers to a declaration. Every declared method needs exactly
-    /// one handler, every readable property an initial value, and every
-    /// writable one a setter.
-    public init(
+    /// Binds handlers, by method name, to an interface declared with plain
+    /// `Method`s (one known only at run time, or a test's). Every declared
+    /// method needs exactly one handler, every readable property an initial
+    /// value, and every writable one a setter.
+    public convenience init(
         _ interface: Interface,
         properties: [String: Value] = [:],
         methods: [String: MethodHandler] = [:],
@@ -65,10 +66,35 @@ public final class ExportedInterface: Sendable {
         guarded: Set<String> = [],
         readGuard: (@Sendable (MethodCall) async throws -> Void)? = nil
     ) {
-        precondition(guarded.isEmpty || readGuard != nil, "guarded properties need a read guard")
         var handlers: [String: Handler] = methods.mapValues { .task($0) }
         for (name, handler) in immediate { handlers[name] = .immediate(handler) }
         for (name, handler) in deferred { handlers[name] = .deferred(handler) }
+        self.init(interface, properties: properties, handlers: handlers, setters: setters, guarded: guarded, readGuard: readGuard)
+    }
+
+    /// Binds handlers made by the methods' `MethodDeclaration`s, which hand
+    /// them typed arguments; otherwise as above.
+    public convenience init(
+        _ interface: Interface,
+        properties: [String: Value] = [:],
+        bindings: [MethodBinding],
+        setters: [String: PropertySetter] = [:],
+        guarded: Set<String> = [],
+        readGuard: (@Sendable (MethodCall) async throws -> Void)? = nil
+    ) {
+        var handlers: [String: Handler] = [:]
+        for binding in bindings {
+            precondition(handlers[binding.name.rawValue] == nil, "\(binding.name) of \(interface.name) is bound twice")
+            handlers[binding.name.rawValue] = binding.handler
+        }
+        self.init(interface, properties: properties, handlers: handlers, setters: setters, guarded: guarded, readGuard: readGuard)
+    }
+
+    private init(
+        _ interface: Interface, properties: [String: Value], handlers: [String: Handler], setters: [String: PropertySetter],
+        guarded: Set<String>, readGuard: (@Sendable (MethodCall) async throws -> Void)?
+    ) {
+        precondition(guarded.isEmpty || readGuard != nil, "guarded properties need a read guard")
         precondition(
             Set(handlers.keys) == Set(interface.methods.map(\.name.rawValue)),
             "handlers of \(interface.name) do not match its declared methods")

@@ -13,10 +13,11 @@ public struct Interface: Sendable {
     public let doc: String
 
     public init(
-        _ name: InterfaceName, methods: [Method] = [], properties: [Property] = [], signals: [Signal] = [], doc: String = ""
+        _ name: InterfaceName, methods: [any MethodDeclaring] = [], properties: [Property] = [], signals: [Signal] = [],
+        doc: String = ""
     ) {
         self.name = name
-        self.methods = methods
+        self.methods = methods.map(\.method)
         self.properties = properties
         self.signals = signals
         self.doc = doc

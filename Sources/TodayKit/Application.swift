@@ -1,7 +1,7 @@
 import DBus
 import Foundation
 import Synchronization
-import TodayCore
+import TodayProtocol
 
 /// NSExtensionContext: what a widget or app asks of the system.
 public final class ExtensionContext: Sendable {
@@ -72,7 +72,7 @@ public final class TodayApplication: Sendable {
     public func run() async throws {
         for url in Self.launchURLs { deliver(url) }
         let connection = try TodayBus.shared.registeredConnection()
-        guard let path = URLDispatch.applicationPath(bundleIdentifier) else { throw TodayKitError.unknownBundle }
+        guard let path = Today.applicationPath(bundleIdentifier) else { throw TodayKitError.unknownBundle }
         connection.objects.export(
             path,
             [

@@ -1,7 +1,7 @@
 import DBus
 import Foundation
 import PropertyList
-import TodayCore
+import TodayProtocol
 
 /// UserDefaults(suiteName:) for an app group: a key-value store shared by
 /// an app and its widgets, kept by todayd. Every write is on disk before
@@ -16,7 +16,7 @@ public final class GroupDefaults: Sendable {
 
     /// Nil when `suiteName` is not an app group id.
     public init?(suiteName: String) {
-        guard BundleCatalog.isValidGroupID(suiteName) else { return nil }
+        guard GroupID.isValid(suiteName) else { return nil }
         self.suiteName = suiteName
         self.path = Today.groupPath(suiteName)
     }

@@ -2,7 +2,7 @@ import DBus
 import Foundation
 import Synchronization
 import PropertyList
-import TodayCore
+import TodayProtocol
 
 /// The one connection TodayKit uses, to the bus in
 /// DBUS_SESSION_BUS_ADDRESS, registered (RegisterApp) as this process's

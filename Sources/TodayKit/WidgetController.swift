@@ -1,6 +1,6 @@
 import DBus
 import Foundation
-import TodayCore
+import TodayProtocol
 
 /// NCWidgetController: tells todayd whether a widget has something to show.
 ///

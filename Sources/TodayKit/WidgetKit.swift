@@ -1,6 +1,6 @@
 import Foundation
 import PropertyList
-import TodayCore
+import TodayProtocol
 
 // WidgetKit's timeline API, so that a WidgetKit widget ports nearly line by
 // line: a TimelineProvider returns dated entries and a reload policy, and

@@ -1,10 +1,10 @@
 import Foundation
 import PropertyList
-import TodayCore
+import TodayProtocol
 
 /// NCUpdateResult: todayd's own result type (`.newData`, `.noData`,
 /// `.failed`, written as SPEC section 4 says).
-public typealias UpdateResult = TodayCore.UpdateResult
+public typealias UpdateResult = TodayProtocol.UpdateResult
 
 /// What a widget shows: the keys panels understand (SPEC section 2), and
 /// any others, which pass through to them.

@@ -3,6 +3,7 @@ import DBus
 import FoundationEssentials
 import Glibc
 import TodayCore
+import TodayProtocol
 
 /// The window: a banner while todayd is away, then one card per widget
 /// with content, in ListWidgets order. Lives on GTK's main thread; D-Bus

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import TodayCore
+import TodayProtocol
 
 /// `todayctl bar [WIDGET…] --format FORMAT [--once]`: a line per change,
 /// driven by todayd's signals, never polling; it waits through a restart

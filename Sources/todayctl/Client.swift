@@ -2,6 +2,7 @@ import DBus
 import FoundationEssentials
 import PropertyList
 import TodayCore
+import TodayProtocol
 
 /// todayd as todayctl sees it: calls on a connection of its own.
 struct Client {

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import TodayCore
+import TodayProtocol
 
 func run(_ name: String, _ arguments: [String], address: String?, json: Bool) async throws {
     switch name {

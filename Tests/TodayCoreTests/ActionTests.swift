@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// Buttons and toggles (SPEC section 10): the rules a snapshot's actions
 /// follow, and PerformAction through the real daemon.

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The fast part of the adversarial suite: hostile calls against the real
 /// daemon, each answered with its error name, nothing unanswered.

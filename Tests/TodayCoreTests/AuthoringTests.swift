@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// What widget authors use (SPEC section 12): `.strings` files and
 /// localized names, and `todayctl install` and `uninstall`.

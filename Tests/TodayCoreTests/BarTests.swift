@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// `todayctl bar` (SPEC section 13): each bar's protocol, and the real
 /// command following todayd live, its clicks reaching Activate.

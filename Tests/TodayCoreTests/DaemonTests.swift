@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The real todayd binary on a private bus, driven by busctl and by our client.
 @Suite struct DaemonTests {

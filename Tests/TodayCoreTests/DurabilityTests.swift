@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// Nothing acknowledged is lost: todayd killed with SIGKILL mid-work, and
 /// a full or read-only disk under its folders.

@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The examples' buttons and toggles, written as TodayKit intents, end to
 /// end on a real bus: LatestPost's "Mark as read" marks the post read in the

@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// App groups through the real daemon: values both ways, identities,
 /// storage on disk, limits.

@@ -3,6 +3,7 @@ import Foundation
 import PropertyList
 import TestSupport
 @testable import TodayCore
+import TodayProtocol
 
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

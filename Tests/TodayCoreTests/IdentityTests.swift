@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// Who may call what (SPEC section 7), against the real daemon and, where a
 /// fixture /proc is needed, against the service in this process.

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The long part of the adversarial suite (`make adversarial`): 100 client
 /// connections for a minute (TODAYD_LOAD_SECONDS) mixing reads, updates

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The installed files: the interface XML, the layout of `make install`,
 /// and bus activation through the installed service file.

@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// A value todayd accepts, it reads back after a restart; a value it
 /// cannot store it refuses when it arrives, saying which; and nothing a

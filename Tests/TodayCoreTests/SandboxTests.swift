@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The provider sandbox (SPEC section 11): its command line as plain
 /// code, and what a provider can and cannot reach inside it.

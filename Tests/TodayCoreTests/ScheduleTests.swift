@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The schedule's budget and back-off, with the time passed in; and the
 /// service's scheduler under an injected clock.

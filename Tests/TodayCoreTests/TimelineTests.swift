@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// Timelines (SPEC section 9): answers read and checked, entries shown at
 /// their dates without a provider run, policies scheduling the next

@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The Today view (SPEC section 13): what a card shows for a widget's
 /// properties, and the real GTK window rendered under Xvfb.

@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// The Tram example, written the WidgetKit way (a TimelineProvider, and
 /// WidgetCenter.reloadAllTimelines from the app), end to end on a real bus:

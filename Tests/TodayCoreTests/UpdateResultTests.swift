@@ -1,5 +1,6 @@
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// Results and failure reasons travel as enums and are written as SPEC
 /// section 4's text; what is written reads back as the same value.

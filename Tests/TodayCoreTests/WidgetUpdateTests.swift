@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// Provider runs through the real daemon on a private bus, with providers
 /// written as small shell scripts.

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// The bundle catalog and the widget objects kept in step with it.
 extension TodayService {

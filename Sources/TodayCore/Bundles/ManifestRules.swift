@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PropertyList
+import TodayProtocol
 import Synchronization
 
 /// The rules of SPEC section 3 that one manifest value must keep: each
@@ -75,16 +76,10 @@ extension BundleCatalog {
     }
 
     /// Reverse-DNS: `[A-Za-z0-9.-]`, at most 255 bytes, no empty component.
-    public static func isValidBundleID(_ id: String) -> Bool {
-        guard !id.isEmpty, id.utf8.count <= 255 else { return false }
-        guard id.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }) else { return false }
-        return !id.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty }
-    }
+    public static func isValidBundleID(_ id: String) -> Bool { BundleID.isValid(id) }
 
     /// `group.` followed by reverse-DNS characters, at most 255 bytes, no `..`.
-    public static func isValidGroupID(_ id: String) -> Bool {
-        id.hasPrefix("group.") && id.count > 6 && isValidBundleID(id)
-    }
+    public static func isValidGroupID(_ id: String) -> Bool { GroupID.isValid(id) }
 
     /// A well-known D-Bus name (the D-Bus specification's rules): two or
     /// more elements of `[A-Za-z0-9_-]` separated by dots, none starting
@@ -235,7 +230,7 @@ extension BundleCatalog {
         var groups: [String] = []
         for item in list {
             guard let group = item.string, isValidGroupID(group) else {
-                throw BundleProblem(file: path, key: key, message: "'\(item.string ?? item.typeName)' is not a group id: 'group.' and reverse-DNS characters, at most 255 bytes, no '..'")
+                throw BundleProblem(file: path, key: key, message: GroupID.problem(item.string ?? item.typeName))
             }
             if !groups.contains(group) { groups.append(group) }
         }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PropertyList
+import TodayProtocol
 
 /// `todayctl new` (SPEC section 12): a Swift package for a container app
 /// and its widgets, written with TodayKit, as Xcode's Today Extension

@@ -1,6 +1,7 @@
 import DBus
 import FoundationEssentials
 import PropertyList
+import TodayProtocol
 
 /// One widget as a bar module shows it.
 public struct BarWidget: Equatable, Sendable {

@@ -1,6 +1,7 @@
 import DBus
 import FoundationEssentials
 import PropertyList
+import TodayProtocol
 
 /// What the Today view shows for one widget (SPEC section 13), from the
 /// widget's D-Bus properties: plain Swift, tested without a display.

@@ -2,6 +2,7 @@ import DBus
 import FoundationEssentials
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// The app groups of the installed bundles: one Group object each, with
 /// the defaults and container of GroupStore, open to the bundles whose
@@ -68,7 +69,7 @@ final class GroupService: Sendable {
     /// Checks that the caller may use `group` and returns its store.
     func authorize(_ call: MethodCall, _ group: String) async throws -> GroupStore {
         guard BundleCatalog.isValidGroupID(group) else {
-            throw TodayError.invalidArgs("'\(group.prefix(300))' is not a group id: 'group.' and reverse-DNS characters, at most 255 bytes, no '..'")
+            throw TodayError.invalidArgs(GroupID.problem(group))
         }
         guard let bundle = try await identities.caller(of: call).bundleID else {
             throw TodayError.notRegistered("using an app group")
@@ -82,46 +83,39 @@ final class GroupService: Sendable {
     }
 
     private func makeObject(_ store: GroupStore) -> ExportedInterface {
+        typealias Members = Today.Group
         let id = store.identifier
         return ExportedInterface(
             Today.group,
-            properties: ["Identifier": .string(id), "ContainerPath": .string(store.containerPath)],
-            methods: [
-                "Get": { [self] call in
+            properties: [Members.identifier.name: .string(id), Members.containerPath.name: .string(store.containerPath)],
+            bindings: [
+                Members.get.task { [self] call, key in
                     let store = try await authorize(call, id)
-                    let key = call.arguments[0].string ?? ""
                     return [.variant(ValueMapping.dbus(try run { try store.value(forKey: key) }, typedArrays: false))]
                 },
-                "GetAll": { [self] call in
+                Members.getAll.task { [self] call in
                     let store = try await authorize(call, id)
                     return [ValueMapping.dbus(try run { try store.all() }, typedArrays: false)]
                 },
-                "Set": { [self] call in
+                Members.set.task { [self] call, key, value in
                     let store = try await authorize(call, id)
-                    let key = call.arguments[0].string ?? ""
-                    let value = try Self.plist(call.arguments[1], key: key)
+                    let value = try Self.plist(value.value, key: key)
                     try changed(store, try run { try store.update(set: [(key, value)], remove: []) })
                     return []
                 },
-                "Remove": { [self] call in
+                Members.remove.task { [self] call, key in
                     let store = try await authorize(call, id)
-                    let key = call.arguments[0].string ?? ""
                     try changed(store, try run { try store.update(set: [], remove: [key]) })
                     return []
                 },
-                "Update": { [self] call in
+                Members.update.task { [self] call, set, remove in
                     let store = try await authorize(call, id)
-                    var set: [(String, PlistValue)] = []
-                    for entry in call.arguments[0].dictionaryEntries {
-                        let key = entry.key.string ?? ""
-                        set.append((key, try Self.plist(entry.value, key: key)))
-                    }
-                    let remove = call.arguments[1].elements?.compactMap(\.string) ?? []
-                    try changed(store, try run { try store.update(set: set, remove: remove) })
+                    let changes = try set.entries.map { entry in (entry.key, try Self.plist(entry.value, key: entry.key)) }
+                    try changed(store, try run { try store.update(set: changes, remove: remove) })
                     return []
                 },
             ],
-            guarded: ["ContainerPath"],
+            guarded: [Members.containerPath.name],
             readGuard: { [self] call in _ = try await authorize(call, id) })
     }
 

@@ -2,6 +2,7 @@ import DBus
 import FoundationEssentials
 import Glibc
 import Synchronization
+import TodayProtocol
 
 /// Who is calling (SPEC section 7). Credentials come from the bus and are
 /// kept per connection until it goes away; a connection's bundle is, in

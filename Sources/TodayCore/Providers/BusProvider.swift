@@ -1,5 +1,6 @@
 import DBus
 import PropertyList
+import TodayProtocol
 
 /// A widget provider on the bus (`TodayProviderBusName`): todayd calls
 /// `io.github.todayd.Today1.Provider.PerformUpdate` on its name, and the bus

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// What a provider run came to.
 public enum ProviderOutcome: Sendable, Equatable {

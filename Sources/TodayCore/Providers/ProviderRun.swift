@@ -1,6 +1,7 @@
 import DBus
 import FoundationEssentials
 import PropertyList
+import TodayProtocol
 
 /// Provider runs as todayd makes them, for `todayctl run-provider` too.
 public enum ProviderRun {

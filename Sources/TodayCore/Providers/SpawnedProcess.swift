@@ -1,6 +1,7 @@
 import CSystem
 import FoundationEssentials
 import Glibc
+import TodayProtocol
 
 /// A child process started with `today_spawn` (a vfork-style
 /// clone, as posix_spawn does it, without posix_spawn's stack mapping per

@@ -4,6 +4,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
+import TodayProtocol
 
 /// The daemon's entry point, shared by `todayd` and the tests.
 public enum Daemon {

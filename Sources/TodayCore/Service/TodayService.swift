@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// The todayd service on one bus connection: the manager object and one
 /// object per installed widget, kept in step with the bundle folders; the
@@ -76,87 +77,11 @@ public final class TodayService: Sendable {
             guard let service = holder.withLock({ $0 }) else { throw DBusError.failed("todayd is shutting down") }
             return service
         }
-        center = ExportedInterface(
-            Today.center,
-            properties: ["Version": .string(Today.version), "BundleDirectories": .strings(directories.bundleFolders)],
-            methods: [
-                "Reload": { _ in
-                    try service().reload()
-                    return []
-                },
-                "UpdateAll": { call in
-                    let service = try service()
-                    let results = try await service.limitingCalls(of: call.sender) { await service.updateAll() }
-                    return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0), .string($0.1.rawValue)) })]
-                },
-                "SetHasContent": { call in
-                    try await service().setHasContent(call, call.arguments[0].bool ?? true, widget: try Self.widgetID(call.arguments[1]))
-                    return []
-                },
-                "OpenURL": { call in
-                    [.string(try await service().open(call.arguments[0].string ?? "", platformData: call.arguments[1], from: call))]
-                },
-                "ResolveURL": { call in
-                    [.string(try await service().resolve(call.arguments[0].string ?? "").id)]
-                },
-                "ContainerPathForGroup": { call in
-                    let service = try service()
-                    let store = try await service.groups.authorize(call, call.arguments[0].string ?? "")
-                    do {
-                        return [.string(try store.makeContainer())]
-                    } catch {
-                        throw TodayError.storage("cannot create the group's container: \(error)")
-                    }
-                },
-                "GroupObject": { call in
-                    let service = try service()
-                    let store = try await service.groups.authorize(call, call.arguments[0].string ?? "")
-                    return [.objectPath(Today.groupPath(store.identifier))]
-                },
-                "ReloadTimelines": { call in
-                    try await service().reloadTimelines(call, widget: try Self.widgetID(call.arguments[0]))
-                    return []
-                },
-                "ReloadAllTimelines": { call in
-                    try await service().reloadAllTimelines(call)
-                    return []
-                },
-                "RegisterApp": { call in
-                    let service = try service()
-                    let id = call.arguments[0].string ?? ""
-                    guard BundleCatalog.isValidBundleID(id) else {
-                        throw TodayError.invalidArgs("'\(id.prefix(300))' is not a bundle id: reverse-DNS, [A-Za-z0-9.-], at most 255 bytes")
-                    }
-                    try await service.identities.register(call, as: id) { id in
-                        service.state.withLock { $0.bundleIDs.contains(id) }
-                    }
-                    service.log.debug("\(call.sender) registered as \(id)")
-                    return []
-                },
-            ],
-            immediate: [
-                "ListWidgets": { _ in
-                    [.objectPaths(try service().widgetIDs.map(Today.widgetPath))]
-                }
-            ],
-            deferred: [
-                "PerformUpdate": { call, answer in
-                    try service().answerUpdate(try Self.widgetID(call.arguments[0]), call, answer)
-                }
-            ])
+        center = Self.centerObject(bundleFolders: directories.bundleFolders, service)
         holder.withLock { $0 = self }
         connection.objects.setGate(identities.gate(on: connection))
         connection.objects.addObjectManager(at: Today.managerPath)
         connection.objects.export(Today.managerPath, [center])
-    }
-
-    /// A widget id argument: a bundle id, or InvalidArgs.
-    static func widgetID(_ value: Value) throws -> String {
-        let id = value.string ?? ""
-        guard BundleCatalog.isValidBundleID(id) else {
-            throw TodayError.invalidArgs("'\(id.prefix(300))' is not a widget id: a bundle id such as tech.agostini.app.LatestPost")
-        }
-        return id
     }
 
     /// Starts what runs in the background: forgetting connections that

@@ -1,30 +1,31 @@
 import DBus
 import FoundationEssentials
+import TodayProtocol
 
 extension TodayService {
     /// The object of widget `id` (SPEC section 4's Widget interface), its
     /// methods bound to this service; `properties` are its first values.
     func widgetObject(_ id: String, properties: [String: Value]) -> ExportedInterface {
-        ExportedInterface(
+        typealias Members = Today.Widget
+        let gone = DBusError.failed("todayd is shutting down")
+        return ExportedInterface(
             Today.widget, properties: properties,
-            methods: [
-                "Activate": { [weak self] call in
-                    guard let self else { throw DBusError.failed("todayd is shutting down") }
-                    return [.string(try await self.activate(id, platformData: call.arguments[0]))]
-                },
-                "GetTimeline": { [weak self] _ in
-                    guard let self else { throw DBusError.failed("todayd is shutting down") }
-                    return [try self.timelineValue(id)]
-                },
-            ],
-            deferred: [
-                "PerformUpdate": { [weak self] call, answer in
-                    guard let self else { throw DBusError.failed("todayd is shutting down") }
+            bindings: [
+                Members.performUpdate.deferred { [weak self] call, answer in
+                    guard let self else { throw gone }
                     try self.answerUpdate(id, call, answer)
                 },
-                "PerformAction": { [weak self] call, answer in
-                    guard let self else { throw DBusError.failed("todayd is shutting down") }
-                    try self.answerAction(id, call, answer)
+                Members.activate.task { [weak self] _, platformData in
+                    guard let self else { throw gone }
+                    return [.string(try await self.activate(id, platformData: platformData.value))]
+                },
+                Members.performAction.deferred { [weak self] call, answer, action, _ in
+                    guard let self else { throw gone }
+                    try self.answerAction(id, action: action, call, answer)
+                },
+                Members.getTimeline.task { [weak self] _ in
+                    guard let self else { throw gone }
+                    return [try self.timelineValue(id)]
                 },
             ])
     }

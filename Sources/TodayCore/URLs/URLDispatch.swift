@@ -2,6 +2,7 @@ import CSystem
 import DBus
 import FoundationEssentials
 import Glibc
+import TodayProtocol
 
 /// Where a URL goes (SPEC section 6), first match wins.
 public enum URLHandler: Sendable, Equatable {
@@ -50,11 +51,7 @@ public enum URLDispatch {
         return scheme.lowercased()
     }
 
-    /// The path at which an app with `id` exports org.freedesktop.Application
-    /// (Desktop Entry spec: `.` → `/`, `-` → `_`, a leading `/`).
-    public static func applicationPath(_ id: String) -> ObjectPath? {
-        ObjectPath(rawValue: "/" + id.replacingScalars(".", with: "/").replacingScalars("-", with: "_"))
-    }
+    public static func applicationPath(_ id: String) -> ObjectPath? { Today.applicationPath(id) }
 
     /// The bus name of a DBusActivatable entry: its file's name without
     /// `.desktop`, as the Desktop Entry spec says (an entry in a subfolder

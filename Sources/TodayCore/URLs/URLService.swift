@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import TodayProtocol
 
 extension TodayService {
     /// Where `url` would go, launching nothing.

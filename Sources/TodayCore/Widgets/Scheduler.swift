@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 extension TodayService {
     // MARK: Schedule
@@ -21,7 +22,7 @@ extension TodayService {
             let switched = widget.data.withLock { data -> [(String, Value)]? in
                 defer { if let next = data.timeline.nextDate { wait = min(wait, next.timeIntervalSince(now)) } }
                 guard data.timeline.advance(to: now) else { return nil }
-                return Self.entryProperties(of: data)
+                return Self.entryProperties(of: data, at: now)
             }
             if let switched { widget.object.set(switched) }
             let due = widget.data.withLock { data -> Bool in
@@ -35,7 +36,7 @@ extension TodayService {
             } else {
                 // The budget starts again at midnight.
                 let left = widget.data.withLock { $0.record.schedule.left(at: now) }
-                widget.object.set("ScheduledUpdatesLeftToday", .uint32(left))
+                widget.object.set(Today.Widget.scheduledUpdatesLeftToday.name, .uint32(left))
             }
         }
         return max(wait, 0.05)

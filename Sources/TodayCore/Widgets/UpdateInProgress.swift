@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// An update that is running; callers that arrive meanwhile wait for its
 /// result instead of starting another provider run.

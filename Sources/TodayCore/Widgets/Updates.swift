@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 extension TodayService {
     // MARK: Updates
@@ -147,7 +148,7 @@ extension TodayService {
         if let action, action.state != nil, case .failed = outcome {
             let reverted = widget.data.withLock { data -> [(String, Value)] in
                 data.timeline.current?.snapshot = previous
-                return Self.entryProperties(of: data)
+                return Self.entryProperties(of: data, at: now)
             }
             widget.object.set(reverted)
         }

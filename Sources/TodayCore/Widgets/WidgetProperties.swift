@@ -3,50 +3,93 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
-/// What a widget object shows, computed from its state, and its
-/// PropertiesChanged announcements.
+/// One property of a widget object: its declaration (SPEC section 4) and
+/// how its value follows from the widget's state. GetAll's first values,
+/// the publish after an update and after a timeline switch all come from
+/// the rows below.
+struct WidgetPropertyRow: Sendable {
+    /// What moves the value.
+    enum Source: Sendable {
+        /// The bundle's manifest (a rescan), or the widget's record outside updates.
+        case manifest
+        /// The timeline's current entry: a switch, an update with new content, a toggle.
+        case entry
+        /// The timeline as a whole: an update with new content.
+        case timeline
+        /// Every update's outcome.
+        case outcome
+    }
+
+    let property: Property
+    let source: Source
+    let value: @Sendable (TodayService.Widget.Data, Date) -> Value
+
+    init(_ property: Property, _ source: Source, _ value: @escaping @Sendable (TodayService.Widget.Data, Date) -> Value) {
+        self.property = property
+        self.source = source
+        self.value = value
+    }
+}
+
 extension TodayService {
-    static func properties(of data: Widget.Data, at now: Date) -> [String: Value] {
-        let manifest = data.manifest
-        let insets = manifest.marginInsets
-        let record = data.record
-        return [
-            "BundleIdentifier": .string(manifest.bundleIdentifier),
-            "ContainerBundleIdentifier": .string(manifest.containerBundleIdentifier),
-            "DisplayName": .string(manifest.displayName),
-            "LocalizedDisplayNames": .dictionary(
+    fileprivate typealias Members = Today.Widget
+
+    /// Every property of `Today.widget`, in its order.
+    static let widgetProperties: [WidgetPropertyRow] = [
+        WidgetPropertyRow(Members.bundleIdentifier, .manifest) { data, _ in .string(data.manifest.bundleIdentifier) },
+        WidgetPropertyRow(Members.containerBundleIdentifier, .manifest) { data, _ in .string(data.manifest.containerBundleIdentifier) },
+        WidgetPropertyRow(Members.displayName, .manifest) { data, _ in .string(data.manifest.displayName) },
+        WidgetPropertyRow(Members.localizedDisplayNames, .manifest) { data, _ in
+            .dictionary(
                 key: .string, value: .string,
-                manifest.localizedDisplayNames.sorted { $0.key < $1.key }.map { DictionaryEntry(.string($0.key), .string($0.value)) }),
-            "IconPath": .string(manifest.iconPath),
-            "HasContent": .boolean(record.hasContent),
-            "PreferredHeight": .double(manifest.preferredHeight),
-            "MarginInsets": .structure([.double(insets.top), .double(insets.left), .double(insets.bottom), .double(insets.right)]),
-            "Snapshot": ValueMapping.dbus(data.snapshot),
-            "CurrentEntryDate": .uint64(data.timeline.current.map { ValueMapping.microseconds($0.date) } ?? 0),
-            "NextEntryDate": .uint64(data.timeline.nextDate.map(ValueMapping.microseconds) ?? 0),
-            "Relevance": .double(data.timeline.current?.relevance ?? 0),
-            "ReloadPolicy": .string(data.timeline.policy.name),
-            "Sandboxed": .boolean(data.sandboxed),
-            "LastResult": .string(record.lastResult?.rawValue ?? ""),
-            "LastFailure": .string(record.lastFailure?.description ?? ""),
-            "LastUpdated": .uint64(record.lastUpdated),
-            "UpdateInterval": .uint32(manifest.updateInterval),
-            "NextScheduledUpdate": .uint64(record.schedule.next.map(ValueMapping.microseconds) ?? 0),
-            "ScheduledUpdatesLeftToday": .uint32(record.schedule.left(at: now)),
-            "Groups": .strings(manifest.groups),
-        ]
+                data.manifest.localizedDisplayNames.sorted { $0.key < $1.key }.map { DictionaryEntry(.string($0.key), .string($0.value)) })
+        },
+        WidgetPropertyRow(Members.iconPath, .manifest) { data, _ in .string(data.manifest.iconPath) },
+        WidgetPropertyRow(Members.hasContent, .manifest) { data, _ in .boolean(data.record.hasContent) },
+        WidgetPropertyRow(Members.preferredHeight, .manifest) { data, _ in .double(data.manifest.preferredHeight) },
+        WidgetPropertyRow(Members.marginInsets, .manifest) { data, _ in
+            let insets = data.manifest.marginInsets
+            return .structure([.double(insets.top), .double(insets.left), .double(insets.bottom), .double(insets.right)])
+        },
+        WidgetPropertyRow(Members.snapshot, .entry) { data, _ in ValueMapping.dbus(data.snapshot) },
+        WidgetPropertyRow(Members.currentEntryDate, .entry) { data, _ in
+            .uint64(data.timeline.current.map { ValueMapping.microseconds($0.date) } ?? 0)
+        },
+        WidgetPropertyRow(Members.nextEntryDate, .entry) { data, _ in .uint64(data.timeline.nextDate.map(ValueMapping.microseconds) ?? 0) },
+        WidgetPropertyRow(Members.relevance, .entry) { data, _ in .double(data.timeline.current?.relevance ?? 0) },
+        WidgetPropertyRow(Members.reloadPolicy, .timeline) { data, _ in .string(data.timeline.policy.name) },
+        WidgetPropertyRow(Members.sandboxed, .manifest) { data, _ in .boolean(data.sandboxed) },
+        WidgetPropertyRow(Members.lastResult, .outcome) { data, _ in .string(data.record.lastResult?.rawValue ?? "") },
+        WidgetPropertyRow(Members.lastFailure, .outcome) { data, _ in .string(data.record.lastFailure?.description ?? "") },
+        WidgetPropertyRow(Members.lastUpdated, .outcome) { data, _ in .uint64(data.record.lastUpdated) },
+        WidgetPropertyRow(Members.updateInterval, .manifest) { data, _ in .uint32(data.manifest.updateInterval) },
+        WidgetPropertyRow(Members.nextScheduledUpdate, .outcome) { data, _ in
+            .uint64(data.record.schedule.next.map(ValueMapping.microseconds) ?? 0)
+        },
+        WidgetPropertyRow(Members.scheduledUpdatesLeftToday, .outcome) { data, now in .uint32(data.record.schedule.left(at: now)) },
+        WidgetPropertyRow(Members.groups, .manifest) { data, _ in .strings(data.manifest.groups) },
+    ]
+
+    /// The values of the rows from `sources`, in declaration order.
+    static func values(of data: Widget.Data, at now: Date, from sources: Set<WidgetPropertyRow.Source>) -> [(String, Value)] {
+        widgetProperties.compactMap { row in sources.contains(row.source) ? (row.property.name, row.value(data, now)) : nil }
+    }
+
+    static func properties(of data: Widget.Data, at now: Date) -> [String: Value] {
+        Dictionary(uniqueKeysWithValues: widgetProperties.map { ($0.property.name, $0.value(data, now)) })
     }
 
     /// Announces a widget's current state (PropertiesChanged for what changed).
     func publish(_ widget: Widget) {
         let now = self.now()
-        let values = widget.data.withLock { Self.properties(of: $0, at: now) }
-        widget.object.set(
-            Today.widget.properties.compactMap { property in
-                guard property.changeSignal != .const, let value = values[property.name] else { return nil }
-                return (property.name, value)
-            })
+        let values = widget.data.withLock { data in
+            Self.widgetProperties.compactMap { row in
+                row.property.changeSignal == .const ? nil : (row.property.name, row.value(data, now))
+            }
+        }
+        widget.object.set(values)
         scheduleChanged()
     }
 
@@ -56,31 +99,17 @@ extension TodayService {
     }
 
     /// The properties that follow the timeline's current entry.
-    static func entryProperties(of data: Widget.Data) -> [(String, Value)] {
-        [
-            ("Snapshot", ValueMapping.dbus(data.snapshot)),
-            ("CurrentEntryDate", .uint64(data.timeline.current.map { ValueMapping.microseconds($0.date) } ?? 0)),
-            ("NextEntryDate", .uint64(data.timeline.nextDate.map(ValueMapping.microseconds) ?? 0)),
-            ("Relevance", .double(data.timeline.current?.relevance ?? 0)),
-        ]
+    static func entryProperties(of data: Widget.Data, at now: Date) -> [(String, Value)] {
+        values(of: data, at: now, from: [.entry])
     }
 
     /// Announces what an update changes, without recomputing the rest.
     func publishUpdate(_ widget: Widget, snapshotChanged: Bool) {
         let now = self.now()
-        let changes = widget.data.withLock { data -> [(String, Value)] in
-            let record = data.record
-            var changes: [(String, Value)] = [
-                ("LastResult", .string(record.lastResult?.rawValue ?? "")), ("LastFailure", .string(record.lastFailure?.description ?? "")),
-                ("LastUpdated", .uint64(record.lastUpdated)),
-                ("NextScheduledUpdate", .uint64(record.schedule.next.map(ValueMapping.microseconds) ?? 0)),
-                ("ScheduledUpdatesLeftToday", .uint32(record.schedule.left(at: now))),
-            ]
-            if snapshotChanged { changes += Self.entryProperties(of: data) + [("ReloadPolicy", .string(data.timeline.policy.name))] }
-            return changes
+        let changes = widget.data.withLock { data in
+            Self.values(of: data, at: now, from: snapshotChanged ? [.outcome, .entry, .timeline] : [.outcome])
         }
         widget.object.set(changes)
         scheduleChanged()
     }
-
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 extension TodayService {
     // MARK: Actions
@@ -10,9 +11,8 @@ extension TodayService {
     /// PerformAction from the bus: started on the connection's loop thread
     /// (so a toggle's new state goes out before the loop reads anything
     /// else) and answered by whichever thread finishes the run.
-    func answerAction(_ id: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
+    func answerAction(_ id: String, action actionID: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
         let sender = call.sender
-        let actionID = call.arguments.first?.string ?? ""
         try admit(sender)
         performAction(id, action: actionID) { [self] result in
             release(sender)
@@ -55,7 +55,7 @@ extension TodayService {
             var shown: [(String, Value)]?
             if let state = action.state {
                 data.timeline.current?.snapshot = SnapshotRules.setting(actionID, to: state, in: previous)
-                shown = Self.entryProperties(of: data)
+                shown = Self.entryProperties(of: data, at: now)
             }
             return .success((action, run, false, previous, shown))
         }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PropertyList
+import TodayProtocol
 
 /// What todayd remembers about a widget across restarts (SPEC section 4):
 /// its has-content flag, last result and schedule under

@@ -1,0 +1,169 @@
+import FoundationEssentials
+
+/// A Swift type that stands for one complete D-Bus type, so that a method
+/// declared with it hands its handler Swift values rather than `Value`s.
+public protocol DBusArgument: Sendable {
+    static var dbusType: DBusType { get }
+    /// The value as this type. Throws when it is not of `dbusType`, or
+    /// when it is but breaks the type's own rules (an id, say), with an
+    /// error that says what was wrong.
+    init(dbusValue value: Value) throws
+}
+
+extension DBusArgument {
+    /// The error for a value that is not of `dbusType`.
+    public static func mismatch(_ value: Value) -> DBusError {
+        DBusError.invalidArgs("expected a value of type '\(dbusType.signature)', not '\(value.type.signature)'")
+    }
+}
+
+extension String: DBusArgument {
+    public static var dbusType: DBusType { .string }
+    public init(dbusValue value: Value) throws {
+        guard case .string(let text) = value else { throw Self.mismatch(value) }
+        self = text
+    }
+}
+
+extension Bool: DBusArgument {
+    public static var dbusType: DBusType { .boolean }
+    public init(dbusValue value: Value) throws {
+        guard case .boolean(let flag) = value else { throw Self.mismatch(value) }
+        self = flag
+    }
+}
+
+extension UInt32: DBusArgument {
+    public static var dbusType: DBusType { .uint32 }
+    public init(dbusValue value: Value) throws {
+        guard case .uint32(let number) = value else { throw Self.mismatch(value) }
+        self = number
+    }
+}
+
+extension Int32: DBusArgument {
+    public static var dbusType: DBusType { .int32 }
+    public init(dbusValue value: Value) throws {
+        guard case .int32(let number) = value else { throw Self.mismatch(value) }
+        self = number
+    }
+}
+
+/// An `as`.
+extension Array: DBusArgument where Element == String {
+    public static var dbusType: DBusType { .array(.string) }
+    public init(dbusValue value: Value) throws {
+        guard case .array(.string, let elements) = value else { throw Self.mismatch(value) }
+        self = elements.compactMap { if case .string(let text) = $0 { text } else { nil } }
+    }
+}
+
+/// A `v`: the value inside.
+public struct Variant: DBusArgument, Hashable {
+    public let value: Value
+    public static var dbusType: DBusType { .variant }
+    public init(dbusValue value: Value) throws {
+        guard case .variant(let inner) = value else { throw Self.mismatch(value) }
+        self.value = inner
+    }
+}
+
+/// An `a{sv}`, in wire order: options, platform data, a snapshot.
+public struct VariantDictionary: DBusArgument, Hashable {
+    /// The dictionary as it came, for code that maps it further.
+    public let value: Value
+    public static var dbusType: DBusType { .dictionary(key: .string, value: .variant) }
+    public init(dbusValue value: Value) throws {
+        guard value.type == Self.dbusType else { throw Self.mismatch(value) }
+        self.value = value
+    }
+
+    /// The entries, keys as strings and values unwrapped from their variants.
+    public var entries: [(key: String, value: Value)] {
+        value.dictionaryEntries.map { (key: $0.key.string ?? "", value: $0.value.unwrapped) }
+    }
+}
+
+/// A method whose input types are Swift types: its declaration (name,
+/// argument names, signature) and the binding of a handler that receives
+/// the arguments as those types. The name and the types are written once,
+/// here; the `Interface` that lists it and the handler bound to it follow.
+public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDeclaring {
+    public let method: Method
+
+    /// `inputs` are the arguments' names and types, in order.
+    public init(_ name: MemberName, in inputs: repeat (String, (each Input).Type), out outputs: [Argument] = [], doc: String = "") {
+        var arguments: [Argument] = []
+        for input in repeat each inputs { arguments.append(Argument(input.0, input.1.dbusType)) }
+        method = Method(name, in: arguments, out: outputs, doc: doc)
+    }
+
+    /// Binds a handler that runs in a task of its own.
+    public func task(_ handler: @escaping @Sendable (MethodCall, repeat each Input) async throws -> [Value]) -> MethodBinding {
+        MethodBinding(
+            method.name,
+            .task { call in
+                let arguments = try Self.decode(call)
+                return try await handler(call, repeat each arguments)
+            })
+    }
+
+    /// Binds a handler that answers at once, on the connection's loop
+    /// thread: only for work that cannot block.
+    public func immediate(_ handler: @escaping @Sendable (MethodCall, repeat each Input) throws -> [Value]) -> MethodBinding {
+        MethodBinding(
+            method.name,
+            .immediate { call in
+                let arguments = try Self.decode(call)
+                return try handler(call, repeat each arguments)
+            })
+    }
+
+    /// Binds a handler that takes the call on the loop thread and answers
+    /// it later, from any thread, through its `PendingAnswer`.
+    public func deferred(_ handler: @escaping @Sendable (MethodCall, PendingAnswer, repeat each Input) throws -> Void) -> MethodBinding {
+        MethodBinding(
+            method.name,
+            .deferred { call, answer in
+                let arguments = try Self.decode(call)
+                try handler(call, answer, repeat each arguments)
+            })
+    }
+
+    /// The call's arguments as the declared types. The signature was
+    /// checked before dispatch, so this fails only where a type's own
+    /// rules refuse a value.
+    static func decode(_ call: MethodCall) throws -> (repeat each Input) {
+        let values = call.arguments
+        var index = 0
+        func next<T: DBusArgument>(_: T.Type) throws -> T {
+            defer { index += 1 }
+            guard index < values.count else {
+                throw DBusError.invalidArgs("argument \(index + 1) is missing; the method takes '\(T.dbusType.signature)' there")
+            }
+            return try T(dbusValue: values[index])
+        }
+        return (repeat try next((each Input).self))
+    }
+}
+
+/// What an `Interface` lists as a method: a `Method`, or a declaration
+/// that also binds typed handlers.
+public protocol MethodDeclaring: Sendable {
+    var method: Method { get }
+}
+
+extension Method: MethodDeclaring {
+    public var method: Method { self }
+}
+
+/// A handler bound to the method it answers, made by a `MethodDeclaration`.
+public struct MethodBinding: Sendable {
+    let name: MemberName
+    let handler: ExportedInterface.Handler
+
+    init(_ name: MemberName, _ handler: ExportedInterface.Handler) {
+        self.name = name
+        self.handler = handler
+    }
+}

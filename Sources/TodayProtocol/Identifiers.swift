@@ -1,0 +1,69 @@
+import DBus
+
+/// A bundle id (SPEC section 3): reverse-DNS, `[A-Za-z0-9.-]`, at most 255
+/// bytes, no empty component. Widgets, apps and the arguments that name
+/// them (`widget_id`, `bundle_id`) are bundle ids.
+public struct BundleID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, DBusArgument {
+    public let rawValue: String
+
+    /// Nil when `rawValue` breaks the rules above.
+    public init?(rawValue: String) {
+        guard Self.isValid(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    public static func isValid(_ id: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 255 else { return false }
+        let allowed = id.utf8.allSatisfy { byte in
+            byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || (48...57).contains(byte) || (65...90).contains(byte)
+                || (97...122).contains(byte)
+        }
+        return allowed && !id.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty }
+    }
+
+    /// A `widget_id` or `bundle_id` argument; InvalidArgs naming the rules
+    /// where it breaks them.
+    public init(dbusValue value: Value) throws {
+        guard case .string(let text) = value else { throw Self.mismatch(value) }
+        guard let id = BundleID(rawValue: text) else {
+            throw TodayError.invalidArgs(
+                "'\(text.prefix(300))' is not a bundle id: reverse-DNS, [A-Za-z0-9.-], at most 255 bytes, such as tech.agostini.app.LatestPost")
+        }
+        self = id
+    }
+
+    public static var dbusType: DBusType { .string }
+    public var description: String { rawValue }
+    public static func < (lhs: BundleID, rhs: BundleID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// An app group id (SPEC section 5): `group.` and reverse-DNS characters,
+/// at most 255 bytes, no `..`.
+public struct GroupID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, DBusArgument {
+    public let rawValue: String
+
+    public init?(rawValue: String) {
+        guard Self.isValid(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    public static func isValid(_ id: String) -> Bool {
+        id.hasPrefix("group.") && id.count > 6 && BundleID.isValid(id)
+    }
+
+    /// What is said of an id that breaks the rules, wherever it was given.
+    public static func problem(_ text: String) -> String {
+        "'\(text.prefix(300))' is not a group id: 'group.' and reverse-DNS characters, at most 255 bytes, no '..'"
+    }
+
+    /// A `group_id` argument; InvalidArgs naming the rules where it breaks them.
+    public init(dbusValue value: Value) throws {
+        guard case .string(let text) = value else { throw Self.mismatch(value) }
+        guard let id = GroupID(rawValue: text) else { throw TodayError.invalidArgs(Self.problem(text)) }
+        self = id
+    }
+
+    public static var dbusType: DBusType { .string }
+    public var description: String { rawValue }
+    public static func < (lhs: GroupID, rhs: GroupID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
