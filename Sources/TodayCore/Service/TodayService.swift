@@ -119,7 +119,7 @@ public final class TodayService: Sendable {
         scheduler?.cancel()
         timer?.stop()
         providers.killAll()
-        let running = widgets.compactMap { widget in widget.data.withLock { $0.running } }
+        let running = widgets.flatMap { widget in widget.data.withLock { Array($0.lifecycle.runs.values) } }
         let finished = Task {
             for update in running { _ = await update.result() }
         }
@@ -142,6 +142,15 @@ public final class TodayService: Sendable {
 
     func widget(_ id: String) throws -> Widget {
         guard let widget = state.withLock({ $0.widgets[id] }) else { throw TodayError.noSuchWidget(id) }
+        return widget
+    }
+
+    /// The widget `id`, or nil after answering `done` with NoSuchWidget.
+    func widget<T>(_ id: String, else done: (Result<T, any Error>) -> Void) -> Widget? {
+        guard let widget = state.withLock({ $0.widgets[id] }) else {
+            done(.failure(TodayError.noSuchWidget(id)))
+            return nil
+        }
         return widget
     }
 

@@ -26,7 +26,7 @@ extension TodayService {
             }
             if let switched { widget.object.set(switched) }
             let due = widget.data.withLock { data -> Bool in
-                guard data.running == nil, data.record.hasContent, let next = data.record.schedule.next else { return false }
+                guard !data.lifecycle.isUpdating, data.record.hasContent, let next = data.record.schedule.next else { return false }
                 if next <= now { return true }
                 wait = min(wait, next.timeIntervalSince(now))
                 return false

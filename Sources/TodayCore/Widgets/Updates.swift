@@ -66,31 +66,22 @@ extension TodayService {
     /// the result once the outcome is stored and announced, on the thread
     /// that finished the run.
     func performUpdate(_ id: String, scheduled: Bool = false, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
-        let widget: Widget
-        do {
-            widget = try self.widget(id)
-        } catch {
-            return done(.failure(error))
-        }
+        guard let widget = widget(id, else: done) else { return }
         let now = self.now()
-        let started = widget.data.withLock { data -> Result<(UpdateInProgress, joined: Bool), TodayError> in
-            if let running = data.running { return .success((running, true)) }
-            if !scheduled, let refusal = Self.backOff(data.record, id: id, now: now) { return .failure(refusal) }
-            let update = UpdateInProgress()
-            data.running = update
-            return .success((update, false))
+        let admission = widget.data.withLock { data in
+            data.lifecycle.request(.update, scheduled: scheduled, record: data.record, widget: id, now: now) { UpdateInProgress() }
         }
-        switch started {
-        case .failure(let error):
+        switch admission {
+        case .refuse(let error):
             done(.failure(error))
-        case .success(let (update, joined)):
+        case .join(let update):
             update.whenFinished { done(.success($0)) }
-            if !joined {
-                widget.runs.enqueue { [self] next in
-                    self.update(widget, scheduled: scheduled) { result in
-                        update.finish(result)
-                        next()
-                    }
+        case .start(let update):
+            update.whenFinished { done(.success($0)) }
+            widget.runs.enqueue { [self] next in
+                self.update(widget, scheduled: scheduled) { result in
+                    update.finish(result)
+                    next()
                 }
             }
         }
@@ -120,14 +111,14 @@ extension TodayService {
         }
     }
 
-    /// Stores and announces what a provider run came to (an update, or
-    /// `action`); returns the result.
+    /// Stores and announces what a provider run of `kind` came to; returns
+    /// the result.
     func record(
-        _ outcome: ProviderOutcome, of widget: Widget, previous: PlistDictionary, scheduled: Bool, action: ProviderAction? = nil
+        _ outcome: ProviderOutcome, of widget: Widget, previous: PlistDictionary, scheduled: Bool, kind: Widget.Lifecycle.Kind = .update
     ) -> UpdateResult {
-        var outcome = outcome
+        let action: ProviderAction? = if case .action(let action) = kind { action } else { nil }
         @Sendable func finished(_ data: inout Widget.Data) {
-            if let action { data.actionRuns[action] = nil } else { data.running = nil }
+            data.lifecycle.finish(kind)
         }
         if isStopping {
             widget.data.withLock { finished(&$0) }
@@ -140,12 +131,8 @@ extension TodayService {
         // failure, and the previous snapshot stays.
         var snapshotChanged = false
         var timeline: Timeline?
-        // A toggle whose provider had nothing new keeps the state asked
-        // for; one whose provider failed goes back to where it was.
-        if let action, let state = action.state, outcome == .noData {
-            outcome = .newData(TimelineAnswer(snapshot: SnapshotRules.setting(action.id, to: state, in: previous)))
-        }
-        if let action, action.state != nil, case .failed = outcome {
+        var (outcome, revert) = Widget.Lifecycle.settle(outcome, of: kind, previous: previous)
+        if revert {
             let reverted = widget.data.withLock { data -> [(String, Value)] in
                 data.timeline.current?.snapshot = previous
                 return Self.entryProperties(of: data, at: now)
@@ -227,7 +214,7 @@ extension TodayService {
                 }
                 widget.data.withLock { data in
                     guard data.manifest == manifest else { return }
-                    data.provider = outcome == .failed(.noProvider) ? nil : prepared
+                    data.provider = Widget.Lifecycle.keepsProvider(after: outcome) ? prepared : nil
                 }
                 done(outcome)
             }

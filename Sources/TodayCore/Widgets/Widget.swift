@@ -18,14 +18,15 @@ extension TodayService {
         /// writes the record as it is when its turn comes.
         let recordWriter = Mutex(())
 
+        typealias Lifecycle = UpdateLifecycle<UpdateInProgress>
+
         struct Data {
             var manifest: WidgetManifest
             var record: WidgetRecord
             var timeline: Timeline
-            /// The update running or waiting its turn, which later update calls join.
-            var running: UpdateInProgress?
-            /// The actions running or waiting, which calls for the same action and state join.
-            var actionRuns: [ProviderAction: UpdateInProgress] = [:]
+            /// The update and the actions running or waiting their turn,
+            /// which later calls of the same kind join.
+            var lifecycle = Lifecycle()
             /// The exec provider made from `manifest`, once it has run.
             var provider: Result<ExecProvider, ProviderRun.Problem>?
 

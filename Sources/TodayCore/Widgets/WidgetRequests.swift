@@ -34,61 +34,41 @@ extension TodayService {
     /// the result once the outcome is stored and announced, on the thread
     /// that finished the run.
     func performAction(_ id: String, action actionID: String, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
-        let widget: Widget
-        do {
-            widget = try self.widget(id)
-        } catch {
-            return done(.failure(error))
-        }
+        guard let widget = widget(id, else: done) else { return }
         let now = self.now()
-        typealias Started = (action: ProviderAction, run: UpdateInProgress, joined: Bool, previous: PlistDictionary, shown: [(String, Value)]?)
+        typealias Started = (admission: Widget.Lifecycle.Admission, action: ProviderAction, previous: PlistDictionary, shown: [(String, Value)]?)
         let started = widget.data.withLock { data -> Result<Started, TodayError> in
             guard let offered = SnapshotRules.actions(of: data.snapshot).first(where: { $0.id == actionID }) else {
                 return .failure(.noSuchAction(widget: id, action: actionID))
             }
             let action = ProviderAction(id: actionID, state: offered.isToggle ? !offered.state : nil)
+            // The provider gets the snapshot as it was before a toggle.
             let previous = data.snapshot
-            if let running = data.actionRuns[action] { return .success((action, running, true, previous, nil)) }
-            if let refusal = Self.backOff(data.record, id: id, now: now) { return .failure(refusal) }
-            let run = UpdateInProgress()
-            data.actionRuns[action] = run
+            let admission = data.lifecycle.request(.action(action), record: data.record, widget: id, now: now) { UpdateInProgress() }
             var shown: [(String, Value)]?
-            if let state = action.state {
+            if case .start = admission, let state = action.state {
                 data.timeline.current?.snapshot = SnapshotRules.setting(actionID, to: state, in: previous)
                 shown = Self.entryProperties(of: data, at: now)
             }
-            return .success((action, run, false, previous, shown))
+            return .success((admission, action, previous, shown))
         }
-        // The provider gets the snapshot as it was before a toggle.
-        let action: ProviderAction, run: UpdateInProgress, joined: Bool, previous: PlistDictionary, shown: [(String, Value)]?
         switch started {
-        case .failure(let error): return done(.failure(error))
-        case .success(let value): (action, run, joined, previous, shown) = value
-        }
-        if !joined {
+        case .failure(let error):
+            done(.failure(error))
+        case .success((.refuse(let error), _, _, _)):
+            done(.failure(error))
+        case .success((.join(let run), _, _, _)):
+            run.whenFinished { done(.success($0)) }
+        case .success((.start(let run), let action, let previous, let shown)):
             if let shown { widget.object.set(shown) }
             widget.runs.enqueue { [self] next in
                 provide(widget, previous: previous, action: action) { [self] outcome in
-                    run.finish(record(outcome, of: widget, previous: previous, scheduled: false, action: action))
+                    run.finish(record(outcome, of: widget, previous: previous, scheduled: false, kind: .action(action)))
                     next()
                 }
             }
+            run.whenFinished { done(.success($0)) }
         }
-        run.whenFinished { done(.success($0)) }
-    }
-
-    /// Error.ProviderFailed while a provider that keeps failing waits out
-    /// its back-off (`Schedule.requestDelay`), or nil.
-    static func backOff(_ record: WidgetRecord, id: String, now: Date) -> TodayError? {
-        let failures = record.schedule.consecutiveFailures
-        let delay = Schedule.requestDelay(failures: failures)
-        guard delay > 0 else { return nil }
-        let ended = Date(timeIntervalSince1970: TimeInterval(record.lastUpdated) / 1e6)
-        let wait = ended.addingTimeInterval(delay).timeIntervalSince(now)
-        guard wait > 0 else { return nil }
-        return .providerFailed(
-            "'\(id)' failed \(failures) times in a row (last: \(record.lastFailure?.description ?? "none")); "
-                + "it runs again on request in \(Int(wait.rounded(.up))) s: fix the provider, then ask again")
     }
 
     // MARK: Timelines
