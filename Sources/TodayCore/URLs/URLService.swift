@@ -5,27 +5,27 @@ import TodayProtocol
 extension TodayService {
     /// Where `url` would go, launching nothing.
     public func resolve(_ url: String) async throws -> URLHandler {
-        let scheme = try URLDispatch.scheme(of: url)
-        let apps = state(\.apps).filter { app in app.urlSchemes.contains { $0.lowercased() == scheme } }
-        // 1. A running app that registered and exports org.freedesktop.Application.
-        for (connection, bundle) in identities.registrations {
-            guard apps.contains(where: { $0.bundleIdentifier == bundle }) else { continue }
-            if await exportsApplication(connection: connection, id: bundle) {
-                return .runningApp(bundle: bundle, connection: connection)
+        var router = URLRouter(scheme: try URLDispatch.scheme(of: url), apps: state(\.apps), registrations: identities.registrations)
+        while true {
+            switch router.step {
+            case .ask(let connection, let bundle):
+                router.answer(exports: await exportsApplication(connection: connection, id: bundle))
+            case .lookUpDesktopEntry(let scheme):
+                // Only entries that `open` can start: resolving and opening always agree.
+                let index = mimeIndex.current()
+                let mime = index.configuration
+                router.answer(
+                    desktopEntry: index.defaultApplication("x-scheme-handler/" + scheme) { app in
+                        !URLDispatch.isTodayd(app, mime: mime) && !BundleDesktopEntries.isOurs(app)
+                            && URLDispatch.launchProblem(app, mime: mime) == nil
+                    })
+            case .open(let handler):
+                return handler
+            case .noHandler(let scheme):
+                throw TodayError.noHandler(
+                    "no app handles '\(scheme):' URLs: install a bundle that declares the scheme in CFBundleURLTypes, or a desktop entry for x-scheme-handler/\(scheme)")
             }
         }
-        // 2. An installed bundle that declares the scheme.
-        if let app = apps.first(where: { $0.executable != nil }) { return .bundle(app) }
-        // 3. The desktop entry for x-scheme-handler/<scheme>, of those
-        // that `open` can start: resolving and opening always agree.
-        let index = mimeIndex.current()
-        let mime = index.configuration
-        if let entry = index.defaultApplication("x-scheme-handler/" + scheme, usable: { app in
-            !URLDispatch.isTodayd(app, mime: mime) && !BundleDesktopEntries.isOurs(app) && URLDispatch.launchProblem(app, mime: mime) == nil
-        }) {
-            return .desktopEntry(entry)
-        }
-        throw TodayError.noHandler("no app handles '\(scheme):' URLs: install a bundle that declares the scheme in CFBundleURLTypes, or a desktop entry for x-scheme-handler/\(scheme)")
     }
 
     /// Opens `url` in the app that handles it and returns that app's id.
