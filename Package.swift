@@ -26,17 +26,20 @@ let package = Package(
             pkgConfig: "gtk4",
             providers: [.apt(["libgtk-4-dev"])]
         ),
-        .target(name: "DBus", dependencies: ["CDBus", "CSystem"]),
-        .target(name: "PropertyList", dependencies: ["CLibXML2"]),
+        .target(name: "DBus", dependencies: ["CDBus", "CSystem", "Posix"]),
+        .target(name: "PropertyList", dependencies: ["CLibXML2", "Posix"]),
         // The few libc calls that need _GNU_SOURCE.
         .target(name: "CSystem"),
+        // libc as Swift: calls retried when a signal interrupts them, one
+        // errno error, descriptors that close themselves.
+        .target(name: "Posix"),
         // What todayd, its clients and TodayKit share: names, paths,
         // interfaces, value mapping, ids, results and error names.
         .target(name: "TodayProtocol", dependencies: ["DBus", "PropertyList"]),
-        .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CSystem"]),
+        .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CSystem", "Posix"]),
         .target(name: "TodayKit", dependencies: ["TodayProtocol", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
-        .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList"]),
+        .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix"]),
         .executableTarget(name: "today-view", dependencies: ["CGtk", "TodayCore", "TodayProtocol", "DBus"]),
         // The two tutorial apps and their widgets, built with TodayKit.
         .target(name: "AgostiniTechShared", path: "Examples/AgostiniTechShared"),
@@ -52,6 +55,7 @@ let package = Package(
         .executableTarget(name: "bundle-bench", dependencies: ["TodayCore"], path: "Benchmarks/bundle-bench"),
         .executableTarget(name: "trivial-provider", dependencies: ["TodayKit"], path: "Benchmarks/trivial-provider"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "PosixTests", dependencies: ["Posix"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "TestSupport"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),

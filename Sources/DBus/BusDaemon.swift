@@ -3,6 +3,7 @@ import CSystem
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Posix
 import Synchronization
 
 /// A `dbus-daemon --session` of our own: for `todayd --private-bus` and for
@@ -61,7 +62,7 @@ public final class BusDaemon: Sendable {
         _ executable: String, arguments: [String], environment: [String: String]?
     ) throws -> (pid_t, Int32) {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw DBusError.failed("cannot make a pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&ends) == 0 else { throw DBusError.failed("cannot make a pipe: \(Errno.current)") }
         _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
         defer { close(ends[1]) }
@@ -94,7 +95,7 @@ public final class BusDaemon: Sendable {
         let (pid, error) = started.withLock { $0 }
         guard pid > 0 else {
             close(ends[0])
-            throw DBusError.failed("cannot start \(executable): \(String(cString: strerror(error))); is the dbus-daemon package installed?")
+            throw DBusError.failed("cannot start \(executable): \(Errno(error)); is the dbus-daemon package installed?")
         }
         return (pid, ends[0])
     }
@@ -163,8 +164,7 @@ public final class BusDaemon: Sendable {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while true {
-            let count = read(fileDescriptor, &byte, 1)
-            if count < 0, errno == EINTR { continue }
+            let count = (try? retryingInterrupts { read(fileDescriptor, &byte, 1) }) ?? -1
             if count <= 0 || byte == UInt8(ascii: "\n") { break }
             line.append(byte)
         }

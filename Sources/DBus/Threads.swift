@@ -1,4 +1,5 @@
 import Glibc
+import Posix
 
 /// Threads of their own, for loops that block (a connection's, a
 /// provider's wait): not a pool's, which must never block.
@@ -21,7 +22,7 @@ package enum Threads {
             }, start)
         guard status == 0 else {
             Unmanaged<Start>.fromOpaque(start).release()
-            throw DBusError.failed("cannot start a thread: \(String(cString: strerror(status)))")
+            throw DBusError.failed("cannot start a thread: \(Errno(status))")
         }
         pthread_detach(thread)
     }

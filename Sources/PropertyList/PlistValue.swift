@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Posix
 
 /// One property-list value. Dictionaries keep their key order.
 public enum PlistValue: Hashable, Sendable {
@@ -115,41 +116,33 @@ public enum Plist {
 
     /// Everything on standard input, refused once it passes `limit` bytes.
     public static func readStandardInput(limit: Int = PlistLimits().maximumSize) throws -> Data {
-        var data = Data()
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw PlistError("cannot read standard input: \(String(cString: strerror(errno)))") }
-            if count == 0 { return data }
-            data.append(contentsOf: chunk[0..<count])
-            guard data.count <= limit else { throw PlistError("standard input is over the limit of \(limit) bytes") }
+        let input = FileDescriptor(owning: dup(0))
+        do {
+            guard let data = try input.readToEnd(limit: limit) else {
+                throw PlistError("standard input is over the limit of \(limit) bytes")
+            }
+            return data
+        } catch let error as Errno {
+            throw PlistError("cannot read standard input: \(error)")
         }
     }
 
     /// The bytes of a regular file, refused before reading when over `limit`.
     static func readFile(_ path: String, limit: Int) throws -> Data {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw PlistError("cannot read \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw PlistError("cannot read \(path): not a regular file")
-        }
-        let size = Int(info.st_size)
-        guard size <= limit else { throw PlistError("\(path) is \(size) bytes, over the limit of \(limit)") }
-        var data = Data(count: size)
-        var offset = 0
-        try data.withUnsafeMutableBytes { buffer in
-            while offset < size {
-                let count = Glibc.read(fd, buffer.baseAddress.map { $0 + offset }, size - offset)
-                if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else { throw PlistError("cannot read \(path): \(String(cString: strerror(errno)))") }
-                if count == 0 { break }
-                offset += count
+        do {
+            let file = try FileDescriptor.open(path, O_RDONLY)
+            let info = try file.status()
+            guard (info.st_mode & S_IFMT) == S_IFREG else { throw PlistError("cannot read \(path): not a regular file") }
+            let size = Int(info.st_size)
+            guard size <= limit else { throw PlistError("\(path) is \(size) bytes, over the limit of \(limit)") }
+            // A file that grew since fstat is still refused past the limit.
+            guard let data = try file.readToEnd(limit: limit) else {
+                throw PlistError("\(path) is over the limit of \(limit) bytes")
             }
+            return data
+        } catch let error as Errno {
+            throw PlistError("cannot read \(path): \(error)")
         }
-        return offset == size ? data : data.prefix(offset)
     }
 
     /// JSON for display: every value has a form (data as base64, dates as

@@ -1,6 +1,7 @@
 import DBus
 import FoundationEssentials
 import Glibc
+import Posix
 import PropertyList
 import TodayCore
 import TodayProtocol
@@ -99,8 +100,7 @@ private func readClicks(_ connection: Connection) throws {
         var pending = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = read(0, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = (try? retryingInterrupts { read(0, &buffer, buffer.count) }) ?? 0
             guard count > 0 else { return }
             pending += buffer[0..<count]
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {

@@ -1,6 +1,7 @@
 import CSystem
 import FoundationEssentials
 import Glibc
+import Posix
 
 /// `todayctl install` and `uninstall` (SPEC section 12): a bundle checked
 /// as `lint` checks it, copied whole beside its place, then moved in with
@@ -51,25 +52,28 @@ public struct BundleInstaller: Sendable {
             try? removeTree(stagingPath)
             throw Failure(description: "cannot copy \(source) into \(folder): \(error)")
         }
-        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(description: "cannot open \(folder): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        let opened: FileDescriptor
+        do {
+            opened = try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY)
+        } catch {
+            throw Failure(description: "cannot open \(folder): \(error)")
+        }
         if existing != nil {
-            let status = today_rename_exchange(fd, staging, name)
+            let status = today_rename_exchange(opened.rawValue, staging, name)
             guard status == 0 else {
                 try? removeTree(stagingPath)
-                throw Failure(description: "cannot replace \(folder)/\(name): \(String(cString: strerror(status)))")
+                throw Failure(description: "cannot replace \(folder)/\(name): \(Errno(status))")
             }
             // The old bundle is now at the staging name, out of todayd's sight.
             try? removeTree(stagingPath)
         } else {
-            guard renameat(fd, staging, fd, name) == 0 else {
+            guard renameat(opened.rawValue, staging, opened.rawValue, name) == 0 else {
                 let code = errno
                 try? removeTree(stagingPath)
-                throw Failure(description: "cannot move the bundle into \(folder): \(String(cString: strerror(code)))")
+                throw Failure(description: "cannot move the bundle into \(folder): \(Errno(code))")
             }
         }
-        fsync(fd)
+        try? opened.sync()
         return folder + "/" + name
     }
 
@@ -81,7 +85,7 @@ public struct BundleInstaller: Sendable {
         }
         // Out of sight in one rename, then removed.
         let hidden = folder + "/.\(PathText.lastComponent(of: path)).removing.\(getpid())"
-        guard rename(path, hidden) == 0 else { throw Failure(description: "cannot remove \(path): \(String(cString: strerror(errno)))") }
+        guard rename(path, hidden) == 0 else { throw Failure(description: "cannot remove \(path): \(Errno.current)") }
         try removeTree(hidden)
         DurableFile.syncFolder(folder)
         return path
@@ -101,34 +105,45 @@ public struct BundleInstaller: Sendable {
         guard lstat(source, &info) == 0 else { throw Failure(description: "cannot read \(source)") }
         switch info.st_mode & S_IFMT {
         case S_IFDIR:
-            guard mkdir(target, 0o755) == 0 else { throw Failure(description: "cannot create \(target): \(String(cString: strerror(errno)))") }
+            guard mkdir(target, 0o755) == 0 else { throw Failure(description: "cannot create \(target): \(Errno.current)") }
             for name in FileSystem.entries(source) { try copyTree(source + "/" + name, to: target + "/" + name) }
             chmod(target, info.st_mode & 0o7777)
         case S_IFLNK:
             guard let link = SandboxPlan.symlink(source), symlink(link, target) == 0 else { throw Failure(description: "cannot copy the link \(source)") }
         case S_IFREG:
-            let input = open(source, O_RDONLY | O_CLOEXEC)
-            guard input >= 0 else { throw Failure(description: "cannot read \(source)") }
-            defer { close(input) }
-            let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, info.st_mode & 0o777)
-            guard output >= 0 else { throw Failure(description: "cannot create \(target): \(String(cString: strerror(errno)))") }
-            defer { close(output) }
+            let input: FileDescriptor, output: FileDescriptor
+            do {
+                input = try FileDescriptor.open(source, O_RDONLY)
+            } catch {
+                throw Failure(description: "cannot read \(source): \(error)")
+            }
+            do {
+                output = try FileDescriptor.open(target, O_WRONLY | O_CREAT | O_EXCL, mode: info.st_mode & 0o777)
+            } catch {
+                throw Failure(description: "cannot create \(target): \(error)")
+            }
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
             while true {
-                let count = read(input, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else { throw Failure(description: "cannot read \(source)") }
+                let count: Int
+                do {
+                    count = try buffer.withUnsafeMutableBytes { chunk in try input.read(into: chunk) }
+                } catch {
+                    throw Failure(description: "cannot read \(source): \(error)")
+                }
                 if count == 0 { break }
-                var written = 0
-                while written < count {
-                    let n = buffer.withUnsafeBytes { write(output, $0.baseAddress.map { $0 + written }, count - written) }
-                    if n < 0 && errno == EINTR { continue }
-                    guard n > 0 else { throw Failure(description: "cannot write \(target): \(String(cString: strerror(errno)))") }
-                    written += n
+                do {
+                    try output.write(all: buffer[0..<count])
+                } catch {
+                    throw Failure(description: "cannot write \(target): \(error)")
                 }
             }
-            guard fsync(output) == 0 else { throw Failure(description: "cannot write \(target): \(String(cString: strerror(errno)))") }
-            fchmod(output, info.st_mode & 0o7777)
+            do {
+                try output.sync()
+                fchmod(output.rawValue, info.st_mode & 0o7777)
+                try output.close()
+            } catch {
+                throw Failure(description: "cannot write \(target): \(error)")
+            }
         default:
             throw Failure(description: "\(source) is neither a file, a folder nor a link")
         }
@@ -139,9 +154,9 @@ public struct BundleInstaller: Sendable {
         guard lstat(path, &info) == 0 else { return }
         if info.st_mode & S_IFMT == S_IFDIR {
             for name in FileSystem.entries(path) { try removeTree(path + "/" + name) }
-            guard rmdir(path) == 0 else { throw Failure(description: "cannot remove \(path): \(String(cString: strerror(errno)))") }
+            guard rmdir(path) == 0 else { throw Failure(description: "cannot remove \(path): \(Errno.current)") }
         } else {
-            guard unlink(path) == 0 else { throw Failure(description: "cannot remove \(path): \(String(cString: strerror(errno)))") }
+            guard unlink(path) == 0 else { throw Failure(description: "cannot remove \(path): \(Errno.current)") }
         }
     }
 }

@@ -1,9 +1,10 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Posix
 import PropertyList
-import TodayProtocol
 import Synchronization
+import TodayProtocol
 
 /// The rules of SPEC section 3 that one manifest value must keep: each
 /// reads a value or throws a BundleProblem that names the file and key.
@@ -167,7 +168,7 @@ extension BundleCatalog {
     static func resolve(_ path: String, inside bundle: String) -> Result<String, ExecutableProblem> {
         let name = path.hasPrefix(bundle + "/") ? String(path.dropFirst(bundle.count + 1)) : path
         guard let real = realpath(path, nil) else {
-            return .failure(ExecutableProblem(description: "'\(name)' is not in the bundle (\(String(cString: strerror(errno)))); build and install the executable"))
+            return .failure(ExecutableProblem(description: "'\(name)' is not in the bundle (\(Errno.current)); build and install the executable"))
         }
         let resolved = String(cString: real)
         free(real)

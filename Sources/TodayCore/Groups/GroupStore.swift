@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Posix
 import PropertyList
 import Synchronization
 
@@ -44,7 +45,7 @@ public final class GroupStore: Sendable {
     /// Creates the container (0700) and returns its path.
     @discardableResult
     public func makeContainer() throws -> String {
-        if let fd = try openFolder([identifier]) { close(fd) }
+        _ = try openFolder([identifier])
         return containerPath
     }
 
@@ -112,22 +113,17 @@ public final class GroupStore: Sendable {
     /// The defaults on disk; empty when there is no file yet.
     private func load() throws -> PlistDictionary {
         guard let folder = try openFolder([identifier, "Library", "Preferences"], create: false) else { return [:] }
-        defer { close(folder) }
-        let fd = openat(folder, identifier + ".plist", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return [:] }
-            throw Failure.storage("cannot read \(defaultsPath): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw Failure.storage("cannot read \(defaultsPath): \(String(cString: strerror(errno)))") }
-            if count == 0 { break }
-            data.append(contentsOf: buffer[0..<count])
-            guard data.count <= Self.maximumStore * 2 else { throw Failure.storage("\(defaultsPath) is too large to be a group's defaults") }
+        let data: Data
+        do {
+            let file = try FileDescriptor.open(identifier + ".plist", O_RDONLY | O_NOFOLLOW, in: folder)
+            guard let read = try file.readToEnd(limit: Self.maximumStore * 2) else {
+                throw Failure.storage("\(defaultsPath) is too large to be a group's defaults")
+            }
+            data = read
+        } catch Errno.noSuchFile {
+            return [:]
+        } catch let error as Errno {
+            throw Failure.storage("cannot read \(defaultsPath): \(error)")
         }
         do {
             guard let dictionary = try Plist.read(data).dictionary else {
@@ -145,7 +141,6 @@ public final class GroupStore: Sendable {
         guard let folder = try openFolder([identifier, "Library", "Preferences"]) else {
             throw Failure.storage("cannot create \(containerPath)/Library/Preferences")
         }
-        defer { close(folder) }
         do {
             try DurableFile.write(data, named: identifier + ".plist", in: folder, path: defaultsPath)
         } catch {
@@ -156,7 +151,7 @@ public final class GroupStore: Sendable {
     /// Opens (and with `create`, makes, 0700) `base/components…`, each step
     /// relative to the last, never through a symlink. Without `create`,
     /// nil when a folder on the way does not exist.
-    private func openFolder(_ components: [String], create: Bool = true) throws -> Int32? {
+    private func openFolder(_ components: [String], create: Bool = true) throws -> FileDescriptor? {
         if create {
             do {
                 try DurableFile.makeFolder(base)
@@ -164,26 +159,39 @@ public final class GroupStore: Sendable {
                 throw Failure.storage("\(error)")
             }
         }
-        var fd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0, errno == ENOENT, !create { return nil }
-        guard fd >= 0 else { throw Failure.storage("cannot open \(base): \(String(cString: strerror(errno)))") }
+        let folderFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+        var folder: FileDescriptor
+        do {
+            folder = try FileDescriptor.open(base, folderFlags)
+        } catch Errno.noSuchFile where !create {
+            return nil
+        } catch {
+            throw Failure.storage("cannot open \(base): \(error)")
+        }
         for component in components {
-            var next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0, errno == ENOENT, create {
-                if mkdirat(fd, component, 0o700) == 0 || errno == EEXIST {
-                    next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                    if next >= 0 { fchmod(next, 0o700) }
-                }
-            }
-            let code = errno
-            close(fd)
-            if next < 0, code == ENOENT, !create { return nil }
-            guard next >= 0 else {
-                let reason = code == ELOOP || code == ENOTDIR ? "it is a symlink or not a folder; remove it" : String(cString: strerror(code))
+            do {
+                folder = try Self.openOrMake(component, in: folder, flags: folderFlags, create: create)
+            } catch Errno.noSuchFile where !create {
+                return nil
+            } catch {
+                let reason = error == .tooManyLinks || error == .notADirectory ? "it is a symlink or not a folder; remove it" : "\(error)"
                 throw Failure.storage("cannot open \(component) in the group folder: \(reason)")
             }
-            fd = next
         }
-        return fd
+        return folder
+    }
+
+    /// The folder `name` in `folder`, made 0700 first where it is missing and `create` says so.
+    private static func openOrMake(_ name: String, in folder: FileDescriptor, flags: Int32, create: Bool) throws(Errno) -> FileDescriptor {
+        do {
+            return try FileDescriptor.open(name, flags, in: folder)
+        } catch Errno.noSuchFile where create {
+            do {
+                _ = try retryingInterrupts { mkdirat(folder.rawValue, name, 0o700) }
+            } catch Errno.exists {}
+            let made = try FileDescriptor.open(name, flags, in: folder)
+            fchmod(made.rawValue, 0o700)
+            return made
+        }
     }
 }

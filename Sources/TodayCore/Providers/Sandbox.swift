@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Posix
 
 /// The bubblewrap sandbox an exec provider runs in (SPEC section 11): the
 /// system read-only, the widget's app read-only, its own container
@@ -103,17 +104,14 @@ public struct SandboxPlan: Sendable, Equatable {
     /// dynamic section are (the string table may lie further: read it all
     /// when the file is small enough).
     static func readHeaders(_ path: String) -> Data? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
+        guard let file = try? FileDescriptor.open(path, O_RDONLY), let info = try? file.status() else { return nil }
         let size = min(Int(info.st_size), 64 << 20)
         var data = Data(count: size)
         var offset = 0
         while offset < size {
-            let count = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress.map { $0 + offset }, size - offset, off_t(offset)) }
-            if count < 0 && errno == EINTR { continue }
+            let count = data.withUnsafeMutableBytes { buffer in
+                (try? file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]), at: offset)) ?? 0
+            }
             guard count > 0 else { break }
             offset += count
         }

@@ -1,6 +1,7 @@
 import CSystem
 import FoundationEssentials
 import Glibc
+import Posix
 import TodayProtocol
 
 /// A child process started with `today_spawn` (a vfork-style
@@ -22,7 +23,7 @@ struct SpawnedProcess {
 
     struct Failure: Error, CustomStringConvertible {
         var code: Int32
-        var description: String { String(cString: strerror(code)) }
+        var description: String { Errno(code).description }
     }
 
     /// Writing to a child that stopped reading must be an EPIPE error, not
@@ -265,7 +266,7 @@ struct SpawnedProcess {
         if reason == nil, memory.exceeded { reason = .memoryLimit }
         beforeReap()
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = try? retryingInterrupts { waitpid(pid, &status, 0) }
         kill(-pid, SIGKILL)
         Self.restore(savedSignals)
 

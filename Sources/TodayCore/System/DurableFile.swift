@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Posix
 
 /// Files written so that a crash at any instant leaves the old or the new
 /// content, never a mix (SPEC section 4): a temporary file in the same
@@ -9,8 +10,8 @@ public enum DurableFile {
     public struct Failure: Error, CustomStringConvertible {
         public var path: String
         public var operation: String
-        public var code: Int32
-        public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+        public var error: Errno
+        public var description: String { "cannot \(operation) \(path): \(error)" }
     }
 
     /// Creates `path` and its missing parents, each 0700.
@@ -20,15 +21,17 @@ public enum DurableFile {
         var current = ""
         for component in path.split(separator: "/") {
             current += "/" + component
-            if mkdir(current, 0o700) == 0 {
+            do {
+                _ = try retryingInterrupts { mkdir(current, 0o700) }
                 chmod(current, 0o700)
-            } else if errno != EEXIST {
-                throw Failure(path: current, operation: "create the folder", code: errno)
+            } catch Errno.exists {
+            } catch {
+                throw Failure(path: current, operation: "create the folder", error: error)
             }
         }
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw Failure(path: path, operation: "use the folder (it is not a folder)", code: ENOTDIR)
+            throw Failure(path: path, operation: "use the folder (it is not a folder)", error: .notADirectory)
         }
     }
 
@@ -36,44 +39,40 @@ public enum DurableFile {
     public static func write(_ data: Data, to path: String) throws {
         let folder = PathText.parent(of: path)
         try makeFolder(folder)
-        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(path: folder, operation: "open the folder", code: errno) }
-        defer { close(fd) }
-        try write(data, named: PathText.lastComponent(of: path), in: fd, path: path)
+        let opened: FileDescriptor
+        do {
+            opened = try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY)
+        } catch {
+            throw Failure(path: folder, operation: "open the folder", error: error)
+        }
+        try write(data, named: PathText.lastComponent(of: path), in: opened, path: path)
     }
 
     /// Replaces the file `name` in the open folder `folder` with `data`,
     /// durably, without following a symlink; `path` names it in errors.
-    public static func write(_ data: Data, named name: String, in folder: Int32, path: String) throws {
+    public static func write(_ data: Data, named name: String, in folder: FileDescriptor, path: String) throws {
         let temporary = ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure(path: path, operation: "create a temporary file next to", code: errno) }
-        var closed = false
-        defer {
-            if !closed { close(fd) }
-        }
+        let file: FileDescriptor
         do {
-            fchmod(fd, 0o600)
-            try data.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw Failure(path: path, operation: "write", code: errno)
-                    }
-                    offset += written
-                }
-            }
-            guard fsync(fd) == 0 else { throw Failure(path: path, operation: "sync", code: errno) }
-            closed = true
-            guard close(fd) == 0 else { throw Failure(path: path, operation: "write", code: errno) }
-            guard renameat(folder, temporary, folder, name) == 0 else { throw Failure(path: path, operation: "replace", code: errno) }
+            file = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, in: folder)
         } catch {
-            unlinkat(folder, temporary, 0)
-            throw error
+            throw Failure(path: path, operation: "create a temporary file next to", error: error)
         }
-        fsync(folder)
+        var step = "write"
+        do throws(Errno) {
+            fchmod(file.rawValue, 0o600)
+            try file.write(all: data)
+            step = "sync"
+            try file.sync()
+            step = "write"
+            try file.close()
+            step = "replace"
+            _ = try retryingInterrupts { renameat(folder.rawValue, temporary, folder.rawValue, name) }
+        } catch {
+            unlinkat(folder.rawValue, temporary, 0)
+            throw Failure(path: path, operation: step, error: error)
+        }
+        try? folder.sync()
     }
 
     /// The process that wrote `file`, when it is named as `write` names
@@ -105,15 +104,11 @@ public enum DurableFile {
 
     /// Removes `path` and makes the removal durable; no error when absent.
     public static func remove(_ path: String) throws {
-        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", code: errno) }
+        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", error: .current) }
         syncFolder(PathText.parent(of: path))
     }
 
     static func syncFolder(_ folder: String) {
-        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
+        try? FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY).sync()
     }
 }

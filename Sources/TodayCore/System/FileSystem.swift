@@ -1,4 +1,5 @@
 import Glibc
+import Posix
 
 /// Plain POSIX file-system queries, for scans that touch thousands of
 /// files and cannot afford more than one system call per question.
@@ -29,14 +30,13 @@ package enum FileSystem {
 
 extension FileSystem {
     /// Writes all of `data` to `fd` (standard output or error), however
-    /// many writes that takes; gives up on an error other than EINTR.
+    /// many writes that takes; gives up on an error.
     package static func writeAll(_ fd: Int32, _ data: [UInt8]) {
         var offset = 0
         while offset < data.count {
-            let count = data.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + offset }, data.count - offset) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return }
-            offset += count
+            let written = data.withUnsafeBytes { bytes in try? retryingInterrupts { write(fd, bytes.baseAddress.map { $0 + offset }, data.count - offset) } }
+            guard let written, written > 0 else { return }
+            offset += written
         }
     }
 

@@ -2,6 +2,7 @@ import CSystem
 import DBus
 import FoundationEssentials
 import Glibc
+import Posix
 import TodayProtocol
 
 /// Where a URL goes (SPEC section 6), first match wins.
@@ -128,7 +129,7 @@ public enum URLDispatch {
             }
         }
         guard status == 0 else {
-            throw TodayError.noHandler("cannot start \(program): \(String(cString: strerror(status)))")
+            throw TodayError.noHandler("cannot start \(program): \(Errno(status))")
         }
     }
 }

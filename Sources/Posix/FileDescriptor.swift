@@ -1,0 +1,102 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// An open file descriptor, owned: closed by `close()`, or when the last
+/// reference goes. Every call retries when a signal interrupts it and
+/// throws one `Errno` when it fails.
+public final class FileDescriptor: Sendable {
+    /// The descriptor, for calls not wrapped here. It is valid only while
+    /// this object is referenced: pass `rawValue` at each use rather than
+    /// keeping it in a variable that outlives the object's last use.
+    public let rawValue: Int32
+    private let isOpen = Atomic(true)
+
+    /// Takes ownership of `rawValue`, an open descriptor.
+    public init(owning rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    deinit {
+        if isOpen.load(ordering: .relaxed) { Glibc.close(rawValue) }
+    }
+
+    /// Opens `path` (relative to the open folder `folder`, when given)
+    /// with `flags`, to which O_CLOEXEC is always added.
+    public static func open(
+        _ path: String, _ flags: Int32, mode: mode_t = 0, in folder: FileDescriptor? = nil
+    ) throws(Errno) -> FileDescriptor {
+        let fd = try retryingInterrupts { openat(folder?.rawValue ?? AT_FDCWD, path, flags | O_CLOEXEC, mode) }
+        return FileDescriptor(owning: fd)
+    }
+
+    /// Closes it now, saying whether that failed (a write-back error of a
+    /// file just written shows here). Later calls do nothing.
+    public func close() throws(Errno) {
+        guard isOpen.exchange(false, ordering: .relaxed) else { return }
+        // Linux closes the descriptor even when close() fails: never retried.
+        _ = try failingWithErrno { Glibc.close(rawValue) }
+    }
+
+    /// Reads up to `buffer.count` bytes; 0 at the end of the file.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try retryingInterrupts { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Reads up to `buffer.count` bytes from `offset`, leaving the file position.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(Errno) -> Int {
+        try retryingInterrupts { pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
+    /// Everything up to the end of the file, refused with nil once it
+    /// passes `limit` bytes.
+    public func readToEnd(limit: Int) throws(Errno) -> Data? {
+        var data = Data()
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        defer { chunk.deallocate() }
+        while true {
+            let count = try read(into: chunk)
+            if count == 0 { return data }
+            data.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
+            if data.count > limit { return nil }
+        }
+    }
+
+    /// Writes once; returns how many bytes were written.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(Errno) -> Int {
+        try retryingInterrupts { Glibc.write(rawValue, bytes.baseAddress, bytes.count) }
+    }
+
+    /// Writes all of `bytes`, however many writes that takes.
+    public func write(all bytes: UnsafeRawBufferPointer) throws(Errno) {
+        var offset = 0
+        while offset < bytes.count {
+            offset += try write(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+        }
+    }
+
+    public func write<Bytes: ContiguousBytes>(all bytes: Bytes) throws(Errno) {
+        // ContiguousBytes' closure is not typed-throws: carry the error out.
+        let failure: Errno? = bytes.withUnsafeBytes { buffer in
+            do throws(Errno) {
+                try write(all: buffer)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Flushes what was written to the disk.
+    public func sync() throws(Errno) {
+        _ = try retryingInterrupts { fsync(rawValue) }
+    }
+
+    /// The file's status.
+    public func status() throws(Errno) -> stat {
+        var info = stat()
+        _ = try retryingInterrupts { fstat(rawValue, &info) }
+        return info
+    }
+}
