@@ -2,6 +2,7 @@ import CDBus
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Posix
 import Synchronization
 
 /// A private connection to a message bus, driven by one loop thread of its own.

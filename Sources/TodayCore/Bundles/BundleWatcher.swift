@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Posix
 import Synchronization
 
 /// Watches the bundle folders with inotify and calls `changed` once things
@@ -32,7 +33,12 @@ public final class BundleWatcher: Sendable {
         self.settle = settle
         self.changed = changed
         rearm()
-        BlockingThreads.startLoop { [self] in loop() }
+        do {
+            try Threads.detach { [self] in loop() }
+        } catch {
+            close(fd)
+            return nil
+        }
     }
 
     /// Watches `folders` too (or, for a missing one, its nearest existing

@@ -1,5 +1,6 @@
 import DBus
 import Dispatch
+import Posix
 import Synchronization
 
 /// Threads for work that blocks (a provider run waits in poll() for
@@ -22,22 +23,18 @@ final class BlockingThreads: Sendable {
         }
         let worker = Worker()
         worker.job.withLock { $0 = job }
-        Self.startLoop { [self] in
-            while true {
-                if let job = worker.job.withLock({ job in defer { job = nil }; return job }) { job() }
-                idle.withLock { $0.append(worker) }
-                worker.wake.wait()
-            }
-        }
-    }
-
-    /// Runs a loop that blocks on a thread of its own; when the system
-    /// refuses another thread, on a dispatch worker rather than not at all.
-    static func startLoop(_ loop: @escaping @Sendable () -> Void) {
         do {
-            try Threads.detach(loop)
+            try Threads.detach { [self] in
+                while true {
+                    if let job = worker.job.withLock({ job in defer { job = nil }; return job }) { job() }
+                    idle.withLock { $0.append(worker) }
+                    worker.wake.wait()
+                }
+            }
         } catch {
-            DispatchQueue.global().async(execute: loop)
+            // The system refuses another thread: this job runs on a
+            // dispatch worker, which it holds only until it ends.
+            DispatchQueue.global().async(execute: job)
         }
     }
 }

@@ -2,6 +2,7 @@ import CSystem
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Posix
 import Synchronization
 
 /// Looks at the resident size of every running provider ten times a
@@ -37,27 +38,40 @@ final class MemoryWatch: Sendable {
     private let watched = Mutex<[pid_t: Watched]>([:])
     private let work = DispatchSemaphore(value: 0)
 
-    /// The one watch starts its thread when first used.
-    private init() {
-        BlockingThreads.startLoop { [self] in
-            // A look at 50 providers reads a few hundred /proc files; at
-            // nice 10 it gives way to the bus thread and dbus-daemon
-            // instead of holding up calls on a busy processor.
-            _ = today_set_thread_nice(Self.nice)
-            today_set_thread_name("memory-watch")  // after the nice value: a thread of that name has it
-            while true {
-                if watched.withLock({ $0.isEmpty }) {
-                    work.wait()
-                    continue
+    /// Whether the watch's thread runs.
+    private let running = Atomic(false)
+
+    private init() {}
+
+    /// Starts the watch's thread unless it runs. Where the system refuses
+    /// a thread, the next `watch` tries again (until then, providers run
+    /// with their time limit but without a memory limit).
+    private func startThread() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        do {
+            try Threads.detach { [self] in
+                // A look at 50 providers reads a few hundred /proc files; at
+                // nice 10 it gives way to the bus thread and dbus-daemon
+                // instead of holding up calls on a busy processor.
+                _ = today_set_thread_nice(Self.nice)
+                today_set_thread_name("memory-watch")  // after the nice value: a thread of that name has it
+                while true {
+                    if watched.withLock({ $0.isEmpty }) {
+                        work.wait()
+                        continue
+                    }
+                    usleep(useconds_t(Self.interval / .microseconds(1)))
+                    look()
                 }
-                usleep(useconds_t(Self.interval / .microseconds(1)))
-                look()
             }
+        } catch {
+            running.store(false, ordering: .releasing)
         }
     }
 
     /// Watches `pid`, a process group leader, from now until `stop`.
     func watch(_ pid: pid_t, limit: UInt64) -> Watched {
+        startThread()
         let entry = Watched(pid: pid, limit: limit)
         let first = watched.withLock { table in
             table[pid] = entry

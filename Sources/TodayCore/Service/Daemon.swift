@@ -3,6 +3,7 @@ import DBus
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Posix
 import Synchronization
 import TodayProtocol
 
@@ -207,14 +208,21 @@ public enum Daemon {
         log.info("serving \(Today.busName) with \(service.widgetIDs.count) widgets from \(directories.bundleFolders.joined(separator: ", "))")
 
         connection.onDisconnect { continuation.yield(.disconnected) }
-        BlockingThreads.startLoop {
-            var waited = sigset_t()
-            sigemptyset(&waited)
-            for number in handledSignals { sigaddset(&waited, number) }
-            while true {
-                let number = sigwaitinfo(&waited, nil)
-                if number > 0 { continuation.yield(.signal(number)) }
+        do {
+            try Threads.detach {
+                var waited = sigset_t()
+                sigemptyset(&waited)
+                for number in handledSignals { sigaddset(&waited, number) }
+                while true {
+                    let number = sigwaitinfo(&waited, nil)
+                    if number > 0 { continuation.yield(.signal(number)) }
+                }
             }
+        } catch {
+            log.error("cannot start the thread that waits for signals: \(error)")
+            await service.stop()
+            connection.close()
+            return 1
         }
         var status: Int32 = 0
         loop: for await event in events {

@@ -2,6 +2,7 @@ import CSystem
 import DBus
 import FoundationEssentials
 import Glibc
+import Posix
 import Synchronization
 
 /// The scheduler's one timer, for every widget: a thread of its own that
