@@ -27,14 +27,16 @@ public final class Connection: @unchecked Sendable {
     public let objects: ObjectServer
 
     private let wakeFD: Int32
-    private let shared = Mutex(Shared())
+    /// State any thread may touch, behind its lock.
+    let shared = Mutex(Shared())
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: Int64] = [:]
     private var pending: [UInt32: PendingReply] = [:]
-    private var subscriptions: [UInt64: Subscription] = [:]
+    /// Loop thread only.
+    var subscriptions: [UInt64: Subscription] = [:]
     private var loopThread: pthread_t?
 
-    private struct Shared {
+    struct Shared {
         var jobs: [@Sendable () -> Void] = []
         var closed = false
         var nextSubscription: UInt64 = 1
@@ -46,7 +48,7 @@ public final class Connection: @unchecked Sendable {
         let deadline: Int64
     }
 
-    private struct Subscription {
+    struct Subscription {
         let rule: MatchRule
         let handler: @Sendable (Message) -> Void
     }
@@ -115,47 +117,6 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: Sending
 
-    /// Calls a method and waits for its reply; a remote error is thrown as a
-    /// `DBusError` with its name and message.
-    @discardableResult
-    public func call(
-        _ destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
-        _ arguments: [Value] = [], timeout: Duration = .seconds(25)
-    ) async throws -> Message {
-        let message = try MessageHandle.methodCall(
-            destination: destination?.rawValue, path: path, interface: interface, member: member)
-        try message.append(arguments)
-        let reply = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Message, any Error>) in
-            send(message, timeout: timeout) { continuation.resume(with: $0) }
-        }
-        if let error = reply.error { throw error }
-        return reply
-    }
-
-    /// Calls a method and blocks the calling thread until the reply comes;
-    /// for synchronous APIs. Never call it on the connection's loop thread.
-    @discardableResult
-    public func callBlocking(
-        _ destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
-        _ arguments: [Value] = [], timeout: Duration = .seconds(25)
-    ) throws -> Message {
-        precondition(!isOnLoopThread, "callBlocking on the connection's own loop thread would never return")
-        let message = try MessageHandle.methodCall(
-            destination: destination?.rawValue, path: path, interface: interface, member: member)
-        try message.append(arguments)
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Message, any Error>?>(nil)
-        send(message, timeout: timeout) { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        let reply = try outcome.withLock { $0 }?.get()
-        guard let reply else { throw DBusError.failed("no reply") }
-        if let error = reply.error { throw error }
-        return reply
-    }
-
     /// Sends a call from the loop thread and hands its reply, error or
     /// timeout to `complete`, exactly once. (Internal, not private: the
     /// service fuzz target sends the calls it makes up through it.)
@@ -182,23 +143,6 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Calls a method on the bus itself (`org.freedesktop.DBus`).
-    @discardableResult
-    public func callBus(_ member: MemberName, _ arguments: [Value] = []) async throws -> Message {
-        try await call(.bus, path: ObjectPath("/org/freedesktop/DBus"), interface: .bus, member: member, arguments)
-    }
-
-    /// Emits a signal: to everyone who listens, or only to `destination`.
-    public func emit(
-        path: ObjectPath, interface: InterfaceName, member: MemberName, _ arguments: [Value],
-        to destination: BusName? = nil
-    ) throws {
-        let message = try MessageHandle.signal(path: path, interface: interface, member: member)
-        try message.append(arguments)
-        if let destination { message.setDestination(destination.rawValue) }
-        send(message)
-    }
-
     /// Sends a message that expects no reply, from the calling thread, in
     /// the order of the calls. What the socket does not take at once stays
     /// queued in libdbus, and the loop is woken to write it when it can.
@@ -215,71 +159,6 @@ public final class Connection: @unchecked Sendable {
         // may write to the eventfd after the loop has ended.
         dbus_connection_unref(raw)
         Glibc.close(wakeFD)
-    }
-
-    // MARK: Bus services
-
-    public struct RequestNameFlags: OptionSet, Sendable {
-        public let rawValue: UInt32
-        public init(rawValue: UInt32) { self.rawValue = rawValue }
-        public static let allowReplacement = RequestNameFlags(rawValue: 1)
-        public static let replaceExisting = RequestNameFlags(rawValue: 2)
-        public static let doNotQueue = RequestNameFlags(rawValue: 4)
-    }
-
-    public enum RequestNameReply: UInt32, Sendable {
-        case primaryOwner = 1, inQueue = 2, exists = 3, alreadyOwner = 4
-    }
-
-    /// Asks the bus for a well-known name.
-    public func requestName(_ name: BusName, flags: RequestNameFlags) async throws -> RequestNameReply {
-        let reply = try await callBus(MemberName("RequestName"), [.string(name.rawValue), .uint32(flags.rawValue)])
-        guard case .uint32(let code)? = reply.body.first, let result = RequestNameReply(rawValue: code) else {
-            throw DBusError.failed("the bus gave an unexpected answer to RequestName")
-        }
-        return result
-    }
-
-    /// Gives a well-known name back to the bus.
-    public func releaseName(_ name: BusName) async throws {
-        try await callBus(MemberName("ReleaseName"), [.string(name.rawValue)])
-    }
-
-    /// Who is on the other end of a connection, as the bus tells it.
-    public struct Credentials: Sendable, Hashable {
-        public var userID: UInt32?
-        public var processID: UInt32?
-    }
-
-    /// The credentials of the connection that owns `name`.
-    public func credentials(of name: String) async throws -> Credentials {
-        let reply = try await callBus(MemberName("GetConnectionCredentials"), [.string(name)])
-        let entries = reply.body.first?.stringDictionary ?? [:]
-        return Credentials(
-            userID: entries["UnixUserID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } },
-            processID: entries["ProcessID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } })
-    }
-
-    /// Delivers messages that match `rule` to `handler` (on the loop thread;
-    /// keep it short). The rule is also added on the bus unless it only
-    /// concerns messages sent to this connection anyway.
-    @discardableResult
-    public func subscribe(
-        _ rule: MatchRule, addToBus: Bool = true, handler: @escaping @Sendable (Message) -> Void
-    ) async throws -> UInt64 {
-        let id = shared.withLock { state -> UInt64 in
-            defer { state.nextSubscription += 1 }
-            return state.nextSubscription
-        }
-        if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
-        submit { [self] in subscriptions[id] = Subscription(rule: rule, handler: handler) }
-        return id
-    }
-
-    /// Stops a subscription made with `subscribe`.
-    public func unsubscribe(_ id: UInt64, rule: MatchRule? = nil) async {
-        submit { [self] in subscriptions[id] = nil }
-        if let rule { _ = try? await callBus(MemberName("RemoveMatch"), [.string(rule.text)]) }
     }
 
     // MARK: The loop

@@ -1,0 +1,72 @@
+import CDBus
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Posix
+import Synchronization
+
+/// What the bus itself offers a connection: names, credentials, match rules.
+extension Connection {
+    public struct RequestNameFlags: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let allowReplacement = RequestNameFlags(rawValue: 1)
+        public static let replaceExisting = RequestNameFlags(rawValue: 2)
+        public static let doNotQueue = RequestNameFlags(rawValue: 4)
+    }
+
+    public enum RequestNameReply: UInt32, Sendable {
+        case primaryOwner = 1, inQueue = 2, exists = 3, alreadyOwner = 4
+    }
+
+    /// Asks the bus for a well-known name.
+    public func requestName(_ name: BusName, flags: RequestNameFlags) async throws -> RequestNameReply {
+        let reply = try await callBus(MemberName("RequestName"), [.string(name.rawValue), .uint32(flags.rawValue)])
+        guard case .uint32(let code)? = reply.body.first, let result = RequestNameReply(rawValue: code) else {
+            throw DBusError.failed("the bus gave an unexpected answer to RequestName")
+        }
+        return result
+    }
+
+    /// Gives a well-known name back to the bus.
+    public func releaseName(_ name: BusName) async throws {
+        try await callBus(MemberName("ReleaseName"), [.string(name.rawValue)])
+    }
+
+    /// Who is on the other end of a connection, as the bus tells it.
+    public struct Credentials: Sendable, Hashable {
+        public var userID: UInt32?
+        public var processID: UInt32?
+    }
+
+    /// The credentials of the connection that owns `name`.
+    public func credentials(of name: String) async throws -> Credentials {
+        let reply = try await callBus(MemberName("GetConnectionCredentials"), [.string(name)])
+        let entries = reply.body.first?.stringDictionary ?? [:]
+        return Credentials(
+            userID: entries["UnixUserID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } },
+            processID: entries["ProcessID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } })
+    }
+
+    /// Delivers messages that match `rule` to `handler` (on the loop thread;
+    /// keep it short). The rule is also added on the bus unless it only
+    /// concerns messages sent to this connection anyway.
+    @discardableResult
+    public func subscribe(
+        _ rule: MatchRule, addToBus: Bool = true, handler: @escaping @Sendable (Message) -> Void
+    ) async throws -> UInt64 {
+        let id = shared.withLock { state -> UInt64 in
+            defer { state.nextSubscription += 1 }
+            return state.nextSubscription
+        }
+        if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
+        submit { [self] in subscriptions[id] = Subscription(rule: rule, handler: handler) }
+        return id
+    }
+
+    /// Stops a subscription made with `subscribe`.
+    public func unsubscribe(_ id: UInt64, rule: MatchRule? = nil) async {
+        submit { [self] in subscriptions[id] = nil }
+        if let rule { _ = try? await callBus(MemberName("RemoveMatch"), [.string(rule.text)]) }
+    }
+}

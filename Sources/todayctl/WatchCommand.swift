@@ -1,0 +1,105 @@
+import DBus
+import FoundationEssentials
+import Glibc
+import PropertyList
+import TodayCore
+import TodayProtocol
+
+// MARK: Watching
+
+func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.isEmpty else { throw Failure.usage("watch takes no arguments") }
+    let events = AsyncStream<Message>.makeStream()
+    let connection = client.connection
+    try await client.subscribeToTodayd([
+        MatchRule(interface: .properties, member: MemberName("PropertiesChanged")),
+        MatchRule(interface: Today.widget.name, member: MemberName("Updated")),
+        MatchRule(interface: .objectManager),
+    ]) { events.continuation.yield($0) }
+    // Watching starts only with todayd running: without it, GetNameOwner
+    // fails and the user is told to start it.
+    _ = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
+    _ = try await Client.attempt {
+        try await connection.subscribe(
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue)
+        ) { events.continuation.yield($0) }
+    }
+    connection.onDisconnect { events.continuation.finish() }
+    if !json { Out.line("watching todayd (Ctrl-C to stop)") }
+    var seen = Set<String>()
+    for await message in events.stream {
+        guard seen.insert("\(message.sender ?? "") \(message.serial)").inserted else { continue }
+        let path = message.path?.rawValue ?? ""
+        let object = path.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? path
+        switch message.member {
+        case "PropertiesChanged":
+            let changed = message.body.count > 1 ? message.body[1].stringDictionary ?? [:] : [:]
+            let values = (try? ValueMapping.plist(.vardict(changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))) ?? .dictionary([:])
+            if json {
+                Out.json(.dictionary(["event": .string("changed"), "object": .string(object), "properties": values]), compact: true)
+            } else {
+                let text = (values.dictionary ?? [:]).map { key, value in
+                    switch (key, value) {
+                    case ("Snapshot", _): "Snapshot=\(snapshotSummary(value))"
+                    // A widget's `t` of 0: never updated, nothing scheduled, no next entry.
+                    case (_, .date(let date)) where date.timeIntervalSince1970 == 0: "\(key)=none"
+                    default: "\(key)=\(describe(value))"
+                    }
+                }
+                Out.line("\(timestamp()) \(object): " + text.joined(separator: " "))
+            }
+        case "Updated":
+            let result = message.body.first?.string ?? ""
+            if json {
+                Out.json(.dictionary(["event": .string("updated"), "object": .string(object), "result": .string(result)]), compact: true)
+            } else {
+                Out.line("\(timestamp()) \(object): updated: \(result)")
+            }
+        case "NameOwnerChanged":
+            let owner = message.body.count > 2 ? message.body[2].string ?? "" : ""
+            let event = owner.isEmpty ? "todayd-stopped" : "todayd-started"
+            if json {
+                Out.json(.dictionary(["event": .string(event)]), compact: true)
+            } else {
+                Out.line("\(timestamp()) todayd \(owner.isEmpty ? "stopped" : "started")")
+            }
+        case "InterfacesAdded", "InterfacesRemoved":
+            let target = message.body.first?.string ?? ""
+            let id = target.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? target
+            let event = message.member == "InterfacesAdded" ? "added" : "removed"
+            if json {
+                Out.json(.dictionary(["event": .string(event), "object": .string(id)]), compact: true)
+            } else {
+                Out.line("\(timestamp()) \(id): \(event)")
+            }
+        default: continue
+        }
+    }
+    throw Failure.refused("the connection to the bus was lost")
+}
+
+/// A byte as two lowercase hexadecimal digits.
+func hex(_ byte: UInt8) -> String { (byte < 16 ? "0" : "") + String(byte, radix: 16) }
+
+/// The local time of day, HH:mm:ss (the C library's local time, which
+/// follows TZ and /etc/localtime).
+func timestamp() -> String {
+    var now = time(nil)
+    var parts = tm()
+    guard localtime_r(&now, &parts) != nil else { return "--:--:--" }
+    return [parts.tm_hour, parts.tm_min, parts.tm_sec].map { ($0 < 10 ? "0" : "") + String($0) }.joined(separator: ":")
+}
+
+/// A date in µs since the epoch in local time: `HH:MM:SS` today,
+/// `YYYY-MM-DD HH:MM` on another day.
+func localTime(_ microseconds: UInt64) -> String {
+    var seconds = time_t(clamping: microseconds / 1_000_000)
+    var now = time(nil)
+    var parts = tm()
+    var today = tm()
+    guard localtime_r(&seconds, &parts) != nil, localtime_r(&now, &today) != nil else { return "?" }
+    func two(_ n: Int32) -> String { (n < 10 ? "0" : "") + String(n) }
+    let clock = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+    if parts.tm_year == today.tm_year && parts.tm_yday == today.tm_yday { return clock }
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(clock)"
+}
