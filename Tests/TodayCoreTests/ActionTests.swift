@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// Buttons and toggles (SPEC section 10): the rules a snapshot's actions
 /// follow, and PerformAction through the real daemon.
-@Suite struct ActionTests {
+@Suite(.showsDaemonLogs) struct ActionTests {
     static func failure(_ snapshot: String) -> String {
         ExecProvider.parse(Data(#"{"result": "new-data", "snapshot": \#(snapshot)}"#.utf8)).failure
     }
@@ -89,8 +89,7 @@ import TodayProtocol
         // A toggle shows the state asked for at once (a second press while it
         // runs would ask for the other state); the provider's answer follows.
         async let starred = press("star")
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try await starState(connection) == true, "the new state shows before the provider answers")
+        #expect(try await eventually(0.5) { try await starState(connection) == true }, "the new state shows before the provider answers (in 0.8 s)")
         #expect(try await starred == "new-data")
         let afterStar = try await connection.property(Self.id, "Snapshot")
         #expect(afterStar.stringDictionary?["title"]?.unwrapped == .string("starred=true"), "\(afterStar) \(log())")
@@ -123,7 +122,7 @@ import TodayProtocol
 }
 
 /// An action that a timeline switch took away is no longer there to press.
-@Suite struct ActionTimelineTests {
+@Suite(.showsDaemonLogs) struct ActionTimelineTests {
     @Test func anActionTheNextEntryDropsIsGone() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }

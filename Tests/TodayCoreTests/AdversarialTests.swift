@@ -7,7 +7,7 @@ import TodayProtocol
 
 /// The fast part of the adversarial suite: hostile calls against the real
 /// daemon, each answered with its error name, nothing unanswered.
-@Suite struct AdversarialTests {
+@Suite(.showsDaemonLogs) struct AdversarialTests {
     static func residentKiB(_ pid: pid_t) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""

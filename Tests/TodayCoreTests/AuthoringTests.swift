@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// What widget authors use (SPEC section 12): `.strings` files and
 /// localized names, and `todayctl install` and `uninstall`.
-@Suite struct AuthoringTests {
+@Suite(.showsDaemonLogs) struct AuthoringTests {
     static let todayctl = Paths.todayctl
 
     @Test func stringsFiles() throws {
@@ -172,19 +172,11 @@ import TodayProtocol
         let again = try await todayctl(["uninstall", "org.example.Inst"])
         #expect(again.status == 1 && again.error.contains("no bundle org.example.Inst in"), "\(again.error)")
     }
-
-    func eventually(_ body: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<60 {
-            if try await body() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await body()
-    }
 }
 
 /// `todayctl new`: the package it writes, checked as files, then built,
 /// installed and run as a widget author would.
-@Suite struct NewProjectTests {
+@Suite(.showsDaemonLogs) struct NewProjectTests {
     /// Building a package takes both cores for a while, which would starve
     /// the timing of the tests beside it: `make test` runs this one alone,
     /// after the others, with TODAY_TEST_BUILDS=1.

@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// `todayctl bar` (SPEC section 13): each bar's protocol, and the real
 /// command following todayd live, its clicks reaching Activate.
-@Suite struct BarTests {
+@Suite(.showsDaemonLogs) struct BarTests {
     static let todayctl = Paths.todayctl
 
     /// A running `todayctl bar`, its lines read as they come.

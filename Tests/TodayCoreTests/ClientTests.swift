@@ -7,7 +7,7 @@ import Testing
 
 /// todayctl's commands and the example apps (built with TodayKit) against
 /// the real daemon serving the assembled examples.
-@Suite struct ClientTests {
+@Suite(.showsDaemonLogs) struct ClientTests {
     static let todayctl = Paths.todayctl
     static let latestPost = "tech.agostini.app.LatestPost"
     static let traffic = "com.e-legion.Traffic.Widget"
@@ -161,10 +161,10 @@ import Testing
         #expect(shown.output.contains("(1 widget without content hidden"))
         let cards = try json(try await todayctl(daemon, ["show", Self.latestPost, "--json"]).output)
         #expect(cards.array?.first?["snapshot"]?["url"]?.string == "agostiniTech://openPost?postID=42")
-        try await Task.sleep(for: .milliseconds(300))
+        let text = try await read(watched) { $0.contains(#""event":"updated""#) && $0.contains(#""Snapshot""#) && $0.hasSuffix("\n") }
         kill(watch.processIdentifier, SIGKILL)
         watch.waitUntilExit()
-        let events = String(decoding: watched.fileHandleForReading.availableData, as: UTF8.self).split(separator: "\n")
+        let events = text.split(separator: "\n")
         let parsed = try events.map { try json(String($0)) }
         #expect(parsed.contains { $0["event"]?.string == "updated" && $0["object"]?.string == Self.latestPost && $0["result"]?.string == "new-data" }, "\(events)")
         #expect(parsed.contains { $0["event"]?.string == "changed" && $0["properties"]?["Snapshot"] != nil })

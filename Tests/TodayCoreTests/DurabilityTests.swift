@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// Nothing acknowledged is lost: todayd killed with SIGKILL mid-work, and
 /// a full or read-only disk under its folders.
-@Suite struct DurabilityTests {
+@Suite(.showsDaemonLogs) struct DurabilityTests {
     static let group = "group.org.example.durable"
 
     static func bundles() throws -> BundleFolder {

@@ -10,7 +10,7 @@ import TodayProtocol
 /// end on a real bus: LatestPost's "Mark as read" marks the post read in the
 /// app group, where the app sees it; Traffic's "Traffic layer" toggle
 /// flips at once and changes the map.
-@Suite struct ExampleActionTests {
+@Suite(.showsDaemonLogs) struct ExampleActionTests {
     static let latestPost = "tech.agostini.app.LatestPost"
     static let traffic = "com.e-legion.Traffic.Widget"
 

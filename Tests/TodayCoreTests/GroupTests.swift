@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// App groups through the real daemon: values both ways, identities,
 /// storage on disk, limits.
-@Suite struct GroupTests {
+@Suite(.showsDaemonLogs) struct GroupTests {
     static let group = "group.org.example.shared"
     static let groupPath = Today.groupPath(group)
 
@@ -162,7 +162,12 @@ import TodayProtocol
             }
         }
         try await call(widget, "Set", [.string("greeting"), .variant(.string("hello"))])
-        try await Task.sleep(for: .milliseconds(300))
+        _ = try await eventually { heard.value.count >= 2 }
+        // A signal todayd sent a connection arrives before todayd's answer
+        // to a later call from it: after these, nothing more can come.
+        for connection in [app, widget, stranger, anonymous] {
+            _ = try await connection.call(Today.busName, path: Today.managerPath, interface: .peer, member: MemberName("Ping"))
+        }
         #expect(heard.value.sorted() == ["app [\"greeting\"]", "widget [\"greeting\"]"])
     }
 

@@ -2,6 +2,7 @@ import DBus
 import Foundation
 import PropertyList
 import TestSupport
+import Testing
 @testable import TodayCore
 import TodayProtocol
 
@@ -21,7 +22,9 @@ final class TodayDaemon: @unchecked Sendable {
     let process = Process()
     let address: String
     let home: URL
-    let log = Pipe()
+    /// Where its standard error goes (when not to `standardError`): a
+    /// file, so that a daemon that logs much never waits for a reader.
+    let logPath: String
     /// Standard output: the bus address line, then what apps todayd
     /// started wrote (they inherit it).
     let output = Pipe()
@@ -35,6 +38,8 @@ final class TodayDaemon: @unchecked Sendable {
         environment more: [String: String] = [:], launcher: [String] = [], verbose: Bool = true, standardError: String? = nil
     ) throws {
         self.home = try home ?? temporaryDirectory("todayd")
+        logPath = standardError ?? DaemonLogs.newPath()
+        DaemonLogs.current?.add(logPath)
         let command = launcher + [Paths.todayd]
         process.executableURL = URL(fileURLWithPath: command[0])
         let bus = address.map { ["--address", $0] } ?? ["--private-bus"]
@@ -48,7 +53,7 @@ final class TodayDaemon: @unchecked Sendable {
             file.seekToEndOfFile()
             process.standardError = file
         } else {
-            process.standardError = log
+            process.standardError = try DaemonLogs.file(at: logPath)
         }
         try process.run()
         self.address =
@@ -96,8 +101,94 @@ final class TodayDaemon: @unchecked Sendable {
         return text
     }
 
-    /// What the daemon logged so far (only after stop).
-    var logText: String { String(decoding: log.fileHandleForReading.availableData, as: UTF8.self) }
+    /// What the daemon logged so far.
+    var logText: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+}
+
+/// Polls `body` until it is true, for at most `seconds`; whether it became
+/// true. For a condition a test waits for, in place of a fixed sleep.
+func eventually(_ seconds: Double = 3, _ body: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if try await body() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return try await body()
+}
+
+/// What `pipe` gives until `enough` says so, for at most `seconds`.
+func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: Double = 5) async throws -> String {
+    var text = ""
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    let handle = pipe.fileHandleForReading
+    while !enough(text), ContinuousClock.now < deadline {
+        var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 0) > 0 else {
+            try await Task.sleep(for: .milliseconds(20))
+            continue
+        }
+        let chunk = handle.availableData
+        if chunk.isEmpty { break }
+        text += String(decoding: chunk, as: UTF8.self)
+    }
+    return text
+}
+
+/// The logs of the daemons a test started, added to every issue the test
+/// records, so that a failure shows what todayd said. Suites that start
+/// daemons have the trait `.showsDaemonLogs`.
+final class DaemonLogs: Sendable {
+    @TaskLocal static var current: DaemonLogs?
+
+    private let paths = Locked<[String]>([])
+
+    func add(_ path: String) { paths.withLock { $0.append(path) } }
+
+    /// `issue` with the end of each daemon's log as a comment.
+    func annotate(_ issue: Issue) -> Issue {
+        var issue = issue
+        for (index, path) in paths.value.enumerated() {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(no log)"
+            let tail = text.count > 8000 ? "…" + text.suffix(8000) : Substring(text)
+            issue.comments.append(Comment(rawValue: "todayd's log (daemon \(index + 1), \(path)):\n\(tail)"))
+        }
+        return issue
+    }
+
+    /// A fresh log file name (the daemon's logs are removed when the test ends).
+    static func newPath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("todayd-log-\(UUID().uuidString)").path
+    }
+
+    static func file(at path: String) throws -> FileHandle {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        guard let file = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteUnknown) }
+        file.seekToEndOfFile()
+        return file
+    }
+
+    func removeAll() {
+        for path in paths.value where path.contains("todayd-log-") { try? FileManager.default.removeItem(atPath: path) }
+    }
+}
+
+/// Adds the logs of the daemons a test starts to the issues it records.
+struct ShowsDaemonLogs: TestTrait, SuiteTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        // Suites get their scope too; only a test's own run collects logs.
+        guard testCase != nil || !test.isSuite else { return try await function() }
+        let logs = DaemonLogs()
+        defer { logs.removeAll() }
+        try await DaemonLogs.$current.withValue(logs) {
+            try await IssueHandlingTrait.compactMapIssues { logs.annotate($0) }.provideScope(for: test, testCase: testCase, performing: function)
+        }
+    }
+}
+
+extension Trait where Self == ShowsDaemonLogs {
+    static var showsDaemonLogs: ShowsDaemonLogs { ShowsDaemonLogs() }
 }
 
 /// A bundle folder written by a test: container apps with widget

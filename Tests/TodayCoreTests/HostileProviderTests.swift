@@ -9,7 +9,7 @@ import Testing
 /// A hostile provider in the sandbox (SPEC section 11) tries what an iOS
 /// extension cannot do, and fails at each; what it is given (its
 /// container, its group, todayd for itself) it keeps.
-@Suite struct HostileProviderTests {
+@Suite(.showsDaemonLogs) struct HostileProviderTests {
     /// Each attempt prints `name=yes` when it worked, `name=no` when not.
     static func probe(port: UInt16) -> String {
         #"""

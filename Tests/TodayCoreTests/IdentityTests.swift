@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// Who may call what (SPEC section 7), against the real daemon and, where a
 /// fixture /proc is needed, against the service in this process.
-@Suite struct IdentityTests {
+@Suite(.showsDaemonLogs) struct IdentityTests {
     /// A provider's call can arrive before todayd has recorded the pid it
     /// just started; while a start is under way the lookup waits for it.
     @Test func aProviderCallingBeforeItsPidIsRecordedIsKnown() async throws {

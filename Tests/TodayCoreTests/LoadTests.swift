@@ -8,7 +8,7 @@ import TodayProtocol
 /// The long part of the adversarial suite (`make adversarial`): 100 client
 /// connections for a minute (TODAYD_LOAD_SECONDS) mixing reads, updates
 /// and group writes while providers fail.
-@Suite struct LoadTests {
+@Suite(.showsDaemonLogs) struct LoadTests {
     static let seconds = ProcessInfo.processInfo.environment["TODAYD_LOAD_SECONDS"].flatMap(Double.init)
 
     @Test(.enabled(if: seconds != nil, "run by `make adversarial` (TODAYD_LOAD_SECONDS)"))

@@ -5,12 +5,31 @@ import Testing
 
 /// Log lines journald understands: a priority prefix when standard error
 /// is the journal, plain text otherwise.
-@Suite struct LoggingTests {
+@Suite(.showsDaemonLogs) struct LoggingTests {
     @Test func priorities() {
         let journal = Logger(verbose: true, journal: true)
         #expect(journal.line("a provider failed", priority: 4) == "<4>a provider failed\n")
         #expect(journal.line("two\nlines", priority: 6) == "<6>two lines\n")
         #expect(Logger(verbose: true).line("plain", priority: 4) == "todayd: plain\n")
+    }
+
+    /// A test that fails shows what the daemons it started logged.
+    @Test func aFailingTestShowsTheDaemonsLog() async throws {
+        let daemon = try TodayDaemon(bundles: [])
+        defer { daemon.stop() }
+        _ = try await daemon.ready()
+        // Known-issue matching sees an issue before the suite's trait adds
+        // the logs, so the issue is taken here and annotated as the trait does.
+        let recorded = Locked<Issue?>(nil)
+        withKnownIssue {
+            recorded.withLock { $0 = Issue.record("a failure on purpose") }
+        }
+        let issue = try #require(recorded.value)
+        let annotated = try #require(DaemonLogs.current).annotate(issue)
+        #expect(
+            annotated.comments.contains { comment in
+                comment.rawValue.hasPrefix("todayd's log (daemon 1, ") && comment.rawValue.contains("serving io.github.todayd.Today1")
+            })
     }
 
     @Test func debugLinesOnlyWhenVerbose() async throws {

@@ -7,7 +7,7 @@ import TodayProtocol
 
 /// The installed files: the interface XML, the layout of `make install`,
 /// and bus activation through the installed service file.
-@Suite struct PackagingTests {
+@Suite(.showsDaemonLogs) struct PackagingTests {
     static let interfaceFile = Paths.root.appendingPathComponent("data/dbus/io.github.todayd.Today1.xml").path
 
     /// The `<interface name="NAME">…</interface>` element of `xml`, with the

@@ -9,7 +9,7 @@ import TodayProtocol
 /// A value todayd accepts, it reads back after a restart; a value it
 /// cannot store it refuses when it arrives, saying which; and nothing a
 /// provider answers brings it down.
-@Suite struct ReadBackTests {
+@Suite(.showsDaemonLogs) struct ReadBackTests {
     static let group = "group.org.example.readback"
 
     /// A binary answer `{result: new-data, snapshot: {title: "t", when: <date>}}`

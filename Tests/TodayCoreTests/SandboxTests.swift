@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// The provider sandbox (SPEC section 11): its command line as plain
 /// code, and what a provider can and cannot reach inside it.
-@Suite struct SandboxTests {
+@Suite(.showsDaemonLogs) struct SandboxTests {
     static let plan = SandboxPlan(
         bwrap: "/usr/bin/bwrap", appFolder: "/tmp/b/Mail.app", container: "/home/u/.local/share/todayd/containers/org.example.Mail.W",
         groupContainers: ["/home/u/.local/share/todayd/groups/group.org.example.mail"], network: false,
@@ -134,9 +134,7 @@ import TodayProtocol
         // The time limit ends everything inside; nothing outlives a run.
         #expect(try await client.widget("org.example.Box.Hang", "PerformUpdate").body == [.string("failed")])
         #expect(try await client.property("org.example.Box.Hang", "LastFailure") == .string("timeout"))
-        try await Task.sleep(for: .milliseconds(300))
-        let left = try await run(["pgrep", "-f", "sleep 307"])
-        #expect(left.output.isEmpty, "processes left: \(left.output)")
+        #expect(try await eventually { try await run(["pgrep", "-f", "sleep 307"]).output.isEmpty }, "processes were left")
     }
 
     @Test func withoutBwrapProvidersRunUnconfinedOrFail() async throws {

@@ -6,7 +6,7 @@ import Testing
 @testable import TodayCore
 
 /// How a provider process is started (`today_spawn`).
-@Suite struct SpawnTests {
+@Suite(.showsDaemonLogs) struct SpawnTests {
     func run(_ script: String, directory: String? = nil) throws -> (SpawnedProcess.Ending, String) {
         var child = try SpawnedProcess(
             "/bin/sh", arguments: CStrings(["sh", "-c", script]), directory: directory, environment: CStrings(["A=1"]))

@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// The Today view (SPEC section 13): what a card shows for a widget's
 /// properties, and the real GTK window rendered under Xvfb.
-@Suite struct TodayViewTests {
+@Suite(.showsDaemonLogs) struct TodayViewTests {
     static let view = Paths.root.appendingPathComponent(".build/debug/today-view").path
 
     static func properties(_ snapshot: PlistDictionary, hasContent: Bool = true, result: String = "new-data") -> [String: Value] {

@@ -11,7 +11,7 @@ import TodayProtocol
 /// the app adds departures a few seconds apart, the widget's timeline has
 /// one entry per departure, and the content changes as trams leave with no
 /// provider run in between.
-@Suite struct TramExampleTests {
+@Suite(.showsDaemonLogs) struct TramExampleTests {
     static let widget = "org.example.Tram.Departures"
 
     @Test func theContentChangesAsTramsLeave() async throws {

@@ -6,7 +6,7 @@ import Testing
 @testable import TodayCore
 
 /// OpenURL, ResolveURL and Widget.Activate through the real daemon.
-@Suite struct URLTests {
+@Suite(.showsDaemonLogs) struct URLTests {
     /// A folder where launched apps write what they were given.
     static func recorder(_ folder: URL, _ name: String) -> String {
         "printf '%s|' \"$#\" \"$@\" >> \"\(folder.path)/\(name)\"; echo >> \"\(folder.path)/\(name)\""
@@ -224,7 +224,7 @@ import Testing
 
 /// A handler that hands the URL back to todayd, whatever it is called, is
 /// started once: the URL that comes back from it is refused.
-@Suite struct URLLoopTests {
+@Suite(.showsDaemonLogs) struct URLLoopTests {
     @Test func aURLThatComesBackIsRefused() async throws {
         let home = try temporaryDirectory("loop")
         let todayctl = Paths.todayctl
@@ -236,8 +236,8 @@ import Testing
         let daemon = try TodayDaemon(bundles: [], home: home)
         let client = try await daemon.ready()
         #expect(try await client.center("OpenURL", [.string("loopy://again"), .vardict([])]).body.first == .string("loop"))
-        // The started todayctl asks for the same URL; give it time to.
-        try await Task.sleep(for: .seconds(2))
+        // The started todayctl asks for the same URL.
+        _ = try await eventually(5) { daemon.logText.contains("refused loopy://again") }
         client.close()
         daemon.stop()
         let log = daemon.logText

@@ -6,7 +6,7 @@ import Testing
 /// The scheduler's one wall-clock timer: it sleeps until what is due next,
 /// not in steps, and fires at the time asked for.
 // Serialized: setting the clock wakes every such timer, this suite's others too.
-@Suite(.serialized) struct WallClockTimerTests {
+@Suite(.serialized, .showsDaemonLogs) struct WallClockTimerTests {
     @Test func itFiresWhenAskedAndSleepsOtherwise() async throws {
         let fired = Locked<[Date]>([])
         // Fires now, then 0.3 s later, then asks for an hour.

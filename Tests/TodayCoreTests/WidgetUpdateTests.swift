@@ -8,7 +8,7 @@ import TodayProtocol
 
 /// Provider runs through the real daemon on a private bus, with providers
 /// written as small shell scripts.
-@Suite struct WidgetUpdateTests {
+@Suite(.showsDaemonLogs) struct WidgetUpdateTests {
     static let newData = #"echo '{"result": "new-data", "snapshot": {"title": "Fresh", "items": [{"title": "one", "url": "demo://1"}]}}'"#
 
     @Test func eachOutcomeOfAProviderRun() async throws {
