@@ -1,12 +1,14 @@
 import FoundationEssentials
 import PropertyList
+import TodayProtocol
 
 /// One widget as `show` draws it.
 struct WidgetCard {
     var id: String
     var name: String
     var hasContent: Bool
-    var lastResult: String
+    /// Nil until the first update.
+    var lastResult: UpdateResult?
     var lastFailure: String
     var lastUpdated: UInt64
     var preferredHeight: Double
@@ -59,7 +61,7 @@ struct WidgetCard {
     var status: String {
         var parts = [Self.ago(lastUpdated)]
         if nextEntryDate > 0 { parts.append("changes at \(localTime(nextEntryDate))") }
-        if lastResult == "failed" { parts.append("✗ last update failed: \(lastFailure)") }
+        if lastResult == .failed { parts.append("✗ last update failed: \(lastFailure)") }
         if !hasContent { parts.append("hidden: no content") }
         return parts.joined(separator: " · ")
     }

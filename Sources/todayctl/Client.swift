@@ -74,7 +74,7 @@ struct Client {
         let snapshot = (try? values["Snapshot"].map(ValueMapping.plist)?.dictionary) ?? nil
         return WidgetCard(
             id: id, name: values["DisplayName"]?.string ?? id, hasContent: values["HasContent"]?.bool ?? true,
-            lastResult: values["LastResult"]?.string ?? "", lastFailure: values["LastFailure"]?.string ?? "",
+            lastResult: values["LastResult"]?.string.flatMap(UpdateResult.init(rawValue:)), lastFailure: values["LastFailure"]?.string ?? "",
             lastUpdated: values["LastUpdated"]?.uint64 ?? 0, preferredHeight: values["PreferredHeight"]?.double ?? 0,
             snapshot: snapshot ?? [:], nextEntryDate: values["NextEntryDate"]?.uint64 ?? 0)
     }

@@ -44,7 +44,7 @@ func takeIdentity(_ arguments: inout [String]) throws -> String? {
 func cardValue(_ card: WidgetCard) -> PlistValue {
     .dictionary([
         "id": .string(card.id), "name": .string(card.name), "hasContent": .boolean(card.hasContent),
-        "lastResult": .string(card.lastResult), "lastFailure": .string(card.lastFailure),
+        "lastResult": .string(card.lastResult?.rawValue ?? ""), "lastFailure": .string(card.lastFailure),
         "lastUpdated": .unsigned(card.lastUpdated), "snapshot": .dictionary(card.snapshot),
     ])
 }

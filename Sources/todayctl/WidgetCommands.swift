@@ -20,7 +20,7 @@ func list(_ client: Client, _ arguments: [String], json: Bool) async throws {
         return
     }
     for card in cards {
-        let state = card.lastResult.isEmpty ? "never updated" : card.lastResult + (card.lastFailure.isEmpty ? "" : " (\(card.lastFailure))")
+        let state = card.lastResult.map { $0.rawValue + (card.lastFailure.isEmpty ? "" : " (\(card.lastFailure))") } ?? "never updated"
         Out.line([card.id, card.name, card.hasContent ? "content" : "no content", state].joined(separator: "\t"))
     }
 }

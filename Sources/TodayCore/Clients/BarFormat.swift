@@ -9,7 +9,7 @@ public struct BarWidget: Equatable, Sendable {
     public var name: String
     public var hasContent: Bool
     public var snapshot: PlistDictionary
-    public var lastResult: String
+    public var lastResult: UpdateResult?
     public var lastFailure: String
     /// µs since the epoch; 0: never.
     public var lastUpdated: UInt64
@@ -21,7 +21,7 @@ public struct BarWidget: Equatable, Sendable {
         name = values["DisplayName"]?.string ?? id
         hasContent = values["HasContent"]?.bool ?? true
         snapshot = ((try? values["Snapshot"].map(ValueMapping.plist)?.dictionary) ?? nil) ?? [:]
-        lastResult = values["LastResult"]?.string ?? ""
+        lastResult = values["LastResult"]?.string.flatMap(UpdateResult.init(rawValue:))
         lastFailure = values["LastFailure"]?.string ?? ""
         lastUpdated = values["LastUpdated"]?.uint64 ?? 0
         if case .uint32(let interval)? = values["UpdateInterval"] { updateInterval = interval } else { updateInterval = 0 }
@@ -40,7 +40,7 @@ public struct BarWidget: Equatable, Sendable {
             guard let title = item["title"]?.string else { continue }
             lines.append("• " + title + (item["subtitle"]?.string.map { " (\($0))" } ?? ""))
         }
-        if lastResult == "failed" { lines.append("last update failed: \(lastFailure)") }
+        if lastResult == .failed { lines.append("last update failed: \(lastFailure)") }
         return lines.joined(separator: "\n")
     }
 
@@ -54,7 +54,7 @@ public struct BarWidget: Equatable, Sendable {
     /// `has-content`, `failed`, `stale`.
     public func classes(at now: Date) -> [String] {
         var classes = ["has-content"]
-        if lastResult == "failed" { classes.append("failed") }
+        if lastResult == .failed { classes.append("failed") }
         if let staleAt, now >= staleAt { classes.append("stale") }
         return classes
     }

@@ -41,7 +41,8 @@ public struct TodayCard: Equatable, Sendable {
     /// What a screen reader says for the card.
     public var accessibilityLabel: String
     public var hasContent: Bool
-    public var lastResult: String
+    /// Nil until the first update.
+    public var lastResult: UpdateResult?
     public var lastFailure: String
     /// µs since the epoch; 0: never.
     public var lastUpdated: UInt64
@@ -84,7 +85,7 @@ public struct TodayCard: Equatable, Sendable {
         url = snapshot["url"]?.string
         accessibilityLabel = snapshot["accessibility-label"]?.string ?? ([name, title, subtitle].compactMap { $0 }.joined(separator: ", "))
         hasContent = values["HasContent"]?.bool ?? true
-        lastResult = values["LastResult"]?.string ?? ""
+        lastResult = values["LastResult"]?.string.flatMap(UpdateResult.init(rawValue:))
         lastFailure = values["LastFailure"]?.string ?? ""
         lastUpdated = values["LastUpdated"]?.uint64 ?? 0
         preferredHeight = values["PreferredHeight"]?.double ?? 0
@@ -111,7 +112,7 @@ public struct TodayCard: Equatable, Sendable {
     }
 
     /// Why the last update failed, for the card; nil after a success.
-    public var failure: String? { lastResult == "failed" ? "Last update failed: \(lastFailure)" : nil }
+    public var failure: String? { lastResult == .failed ? "Last update failed: \(lastFailure)" : nil }
 
     /// Whether the card is shown at all: a widget without content is not.
     public var isShown: Bool { hasContent }

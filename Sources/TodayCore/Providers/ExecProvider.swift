@@ -224,8 +224,9 @@ public struct ExecProvider: Sendable {
         if let snapshot, snapshot.dictionary == nil {
             return .failed(.badOutput("'snapshot' must be a dictionary, not \(snapshot.typeName)"))
         }
-        switch answer["result"]?.string {
-        case "new-data":
+        let result = answer["result"]?.string
+        switch result.flatMap(UpdateResult.init(rawValue:)) {
+        case .newData:
             if let timeline = answer["timeline"] {
                 guard snapshot == nil else { return .failed(.badOutput("an answer has 'snapshot' or 'timeline', not both")) }
                 do {
@@ -245,10 +246,10 @@ public struct ExecProvider: Sendable {
             } catch {
                 return .failed(.badOutput("\(error)"))
             }
-        case "no-data": return .noData
-        case "failed": return .failed(.reported)
-        case let other:
-            return .failed(.badOutput("'result' must be new-data, no-data or failed, not \(other.map { "'\($0)'" } ?? "missing")"))
+        case .noData: return .noData
+        case .failed: return .failed(.reported)
+        case nil:
+            return .failed(.badOutput("'result' must be new-data, no-data or failed, not \(result.map { "'\($0)'" } ?? "missing")"))
         }
     }
 }
