@@ -5,7 +5,7 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release examples test adversarial bench fuzz run demo install deb interfaces clean
+.PHONY: all deps build release examples test adversarial soak torture bench screenshots fuzz run demo install deb interfaces clean
 PREFIX ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 600
@@ -48,6 +48,23 @@ adversarial: deps
 	scripts/assemble-examples .build/examples .build/debug
 	TODAYD_LOAD_SECONDS=$(LOAD_SECONDS) $(TEST_BINARY) --testing-library swift-testing --filter "LoadTests|AdversarialTests|DurabilityTests"
 
+# Ten minutes of the same load (make adversarial's, with URLs opened):
+# memory and descriptors at the end against after the first minute.
+SOAK_SECONDS ?= 600
+soak: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) build
+	scripts/assemble-examples .build/examples .build/debug
+	TODAYD_LOAD_SECONDS=$(SOAK_SECONDS) $(TEST_BINARY) --testing-library swift-testing --filter "LoadTests"
+
+# Crash consistency at length: TORTURE_ROUNDS rounds of SIGKILL under mixed
+# load from four clients (make test runs 10).
+TORTURE_ROUNDS ?= 200
+torture: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) build
+	TODAY_TORTURE_ROUNDS=$(TORTURE_ROUNDS) $(TEST_BINARY) --testing-library swift-testing --filter "CrashTests"
+
 # libFuzzer targets for the property-list readers, FUZZ_SECONDS each.
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
@@ -76,6 +93,12 @@ run: examples
 demo: deps
 	$(SWIFT) build -c release
 	scripts/demo .build/release
+
+# docs/images: the Today view light and dark under Xvfb, and Waybar and
+# swaybar showing the examples under a headless sway, shot with grim.
+screenshots: release
+	@scripts/install-deps sway waybar grim fonts-dejavu-core
+	scripts/screenshots .build/release docs/images
 
 # Binaries, the systemd user unit, the D-Bus activation file, the interface
 # XML, man pages, bash completion and docs, under $(DESTDIR)$(PREFIX).

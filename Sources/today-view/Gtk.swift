@@ -153,6 +153,19 @@ func setAccessibleLabel(_ widget: Widget, _ text: String) {
 /// G_TYPE_STRING, a macro over a fundamental type number.
 func G_TYPE_STRING_TYPE() -> GType { GType(16 << 2) }
 
+/// G_TYPE_BOOLEAN, likewise.
+func G_TYPE_BOOLEAN_TYPE() -> GType { GType(5 << 2) }
+
+/// Asks GTK for its dark style (`true`) or its light one.
+func preferDarkStyle(_ dark: Bool) {
+    guard let settings = gtk_settings_get_default() else { return }
+    var value = GValue()
+    g_value_init(&value, G_TYPE_BOOLEAN_TYPE())
+    g_value_set_boolean(&value, dark ? 1 : 0)
+    g_object_set_property(UnsafeMutableRawPointer(settings).assumingMemoryBound(to: GObject.self), "gtk-application-prefer-dark-theme", &value)
+    g_value_unset(&value)
+}
+
 func setMargins(_ widget: Widget, top: Int32, left: Int32, bottom: Int32, right: Int32) {
     gtk_widget_set_margin_top(widget, top)
     gtk_widget_set_margin_start(widget, left)

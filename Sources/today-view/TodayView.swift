@@ -18,6 +18,7 @@ final class TodayView {
     /// With a screenshot: seconds to wait before taking it, following
     /// changes meanwhile (0: as soon as the first cards are shown).
     let delay: UInt32
+    let style: Style
     var finished = false
     var status: Int32 = 0
 
@@ -29,8 +30,9 @@ final class TodayView {
     private var updatedLabels: [(Widget, TodayCard)] = []
     private var shotTaken = false
 
-    init(connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0) {
+    init(connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0, style: Style = .system) {
         self.delay = delay
+        self.style = style
         self.connection = connection
         self.pane = pane
         self.screenshot = screenshot
@@ -50,6 +52,11 @@ final class TodayView {
 
     func start() {
         loadCSS(Self.css)
+        switch style {
+        case .light: preferDarkStyle(false)
+        case .dark: preferDarkStyle(true)
+        case .system: Style.follow(on: connection) { dark in onMainLoop { preferDarkStyle(dark) } }
+        }
         let window = gtk_window_new()!
         self.window = window
         gtk_window_set_title(cast(window), "Today")

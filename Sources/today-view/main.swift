@@ -1,8 +1,10 @@
 // today-view: the Today view, one card per widget with content (SPEC
 // section 13), following todayd live over D-Bus.
 //
-//   today-view [--pane] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]
+//   today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]
 //
+// Without --style the window follows the desktop's light or dark
+// preference (the settings portal), live.
 // --screenshot renders the window once through GTK's snapshot into a PNG
 // and exits; --describe then prints every text the window shows.
 import CGtk
@@ -15,6 +17,7 @@ var pane = false
 var screenshot: String?
 var describe = false
 var delay: UInt32 = 0
+var style = Style.system
 var address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
 var arguments = Array(CommandLine.arguments.dropFirst()).makeIterator()
 while let argument = arguments.next() {
@@ -24,8 +27,14 @@ while let argument = arguments.next() {
     case "--describe": describe = true
     case "--delay": delay = arguments.next().flatMap { UInt32($0) } ?? 0
     case "--address": address = arguments.next()
+    case "--style":
+        guard let chosen = arguments.next().flatMap(Style.init(rawValue:)) else {
+            FileSystem.writeAll(2, "today-view: --style takes light, dark or system\n")
+            exit(2)
+        }
+        style = chosen
     case "--help", "-h":
-        FileSystem.writeAll(1, "usage: today-view [--pane] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]\n")
+        FileSystem.writeAll(1, "usage: today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]\n")
         exit(0)
     default:
         FileSystem.writeAll(2, "today-view: unknown argument '\(argument)'\n")
@@ -38,7 +47,7 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
 }
 
 gtk_init()
-let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay)
+let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style)
 view.start()
 while !view.finished {
     g_main_context_iteration(nil, 1)

@@ -174,14 +174,15 @@ import TodayProtocol
         }
     }
 
-    static let canMount: Bool = {
+    /// Whether a private mount namespace with a tmpfs in it can be made
+    /// (root, and a kernel and container that allow it).
+    static let canUnshare: Bool = {
         guard getuid() == 0 else { return false }
         let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: probe) }
-        guard (try? runBlocking(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", probe.path]).status) == 0 else { return false }
-        _ = try? runBlocking(["umount", probe.path])
-        return true
+        let command = ["unshare", "-m", "--propagation", "private", "mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", probe.path]
+        return (try? runBlocking(command).status) == 0
     }()
 
     @Test func theBusGoingAwayEndsTodaydWithNothingLost() async throws {
@@ -230,25 +231,31 @@ import TodayProtocol
         #expect(kept.body.first?.unwrapped == .string("acknowledged"))
     }
 
-    @Test(.enabled(if: canMount, "needs root and mount(8) to make a small or read-only filesystem"))
+    @Test(.enabled(if: canUnshare, "needs root and unshare(1) to give todayd a private mount namespace with a small filesystem"))
     func aFullOrReadOnlyDiskIsAnErrorAndOldDataStays() async throws {
         let bundles = try Self.bundles()
         defer { bundles.remove() }
         let home = try temporaryDirectory("full")
         defer { try? FileManager.default.removeItem(at: home) }
-        // The data and cache folders on a 1 MiB filesystem.
+        // todayd in a mount namespace of its own, its data and cache folders
+        // on a 1 MiB tmpfs there: nothing is mounted where anyone else looks.
         let disk = home.appendingPathComponent("disk")
         try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
-        #expect(try await run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", disk.path]).status == 0)
-        defer { _ = try? runBlocking(["umount", "-l", disk.path]) }
         for folder in ["data", "cache"] {
-            try FileManager.default.createDirectory(atPath: disk.path + "/" + folder, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: home.path + "/" + folder, withDestinationPath: disk.path + "/" + folder)
         }
-        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        let prepare = "mount -t tmpfs -o size=1m,mode=0700 tmpfs '\(disk.path)' && mkdir '\(disk.path)/data' '\(disk.path)/cache' && exec \"$@\""
+        let daemon = try TodayDaemon(
+            bundles: [bundles.path], home: home, launcher: ["/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", prepare, "sh"])
         defer { daemon.stop() }
         let client = try await daemon.ready()
         defer { client.close() }
+        // The namespace's view of the disk, from outside it.
+        let inside = "/proc/\(daemon.process.processIdentifier)/root" + disk.path
+        func inNamespace(_ command: [String]) async throws -> Int32 {
+            try await run(["nsenter", "-t", "\(daemon.process.processIdentifier)", "-m"] + command).status
+        }
+        #expect(try await run(["findmnt", disk.path]).status != 0, "the tmpfs is not mounted outside todayd's namespace")
         let id = "org.example.Durable.W"
         let path = Today.groupPath(Self.group)
         func set(_ key: String, _ value: Value) async -> String {
@@ -266,7 +273,7 @@ import TodayProtocol
         #expect(try await client.widget(id, "PerformUpdate").body == [.string("new-data")])
 
         // Fill the disk.
-        let filler = disk.path + "/data/filler"
+        let filler = inside + "/data/filler"
         _ = try? await run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k", "count=100"])
         let full = await set("big", .bytes(Data(repeating: 1, count: 200_000)))
         #expect(full.hasPrefix("org.freedesktop.DBus.Error.Failed: ") && full.contains("No space left on device"), "\(full)")
@@ -281,20 +288,20 @@ import TodayProtocol
         #expect(try await client.property(id, "LastFailure") == .string(""))
 
         // Read-only.
-        #expect(try await run(["mount", "-o", "remount,ro", disk.path]).status == 0)
+        #expect(try await inNamespace(["mount", "-o", "remount,ro", disk.path]) == 0)
         let readOnly = await set("kept", .string("new"))
         #expect(readOnly.contains("Read-only file system"), "\(readOnly)")
         #expect(try await client.widget(id, "PerformUpdate").body == [.string("failed")])
         #expect(try await client.property(id, "LastFailure").string?.hasPrefix("storage: ") == true)
         let title = try await client.property(id, "Snapshot").stringDictionary?["title"]?.unwrapped.string
         #expect(title != nil, "the last stored snapshot stays")
-        _ = try await run(["mount", "-o", "remount,rw", disk.path])
+        _ = try await inNamespace(["mount", "-o", "remount,rw", disk.path])
 
         // The old data is intact on disk.
-        let defaults = try Plist.read(contentsOf: disk.path + "/data/todayd/groups/\(Self.group)/Library/Preferences/\(Self.group).plist")
+        let defaults = try Plist.read(contentsOf: inside + "/data/todayd/groups/\(Self.group)/Library/Preferences/\(Self.group).plist")
         #expect(defaults["kept"]?.string == "old")
         #expect(defaults["big"] == nil)
-        let stored = try Plist.read(contentsOf: disk.path + "/cache/todayd/snapshots/\(id).plist")
+        let stored = try Plist.read(contentsOf: inside + "/cache/todayd/snapshots/\(id).plist")
         #expect(stored["TodaydTimeline"]?.array?.last?["snapshot"]?["title"]?.string == title)
     }
 }

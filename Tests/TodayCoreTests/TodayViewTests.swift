@@ -46,14 +46,55 @@ import TodayProtocol
     }
 
     /// Runs today-view --screenshot --describe against `address`.
-    static func render(_ address: String, pane: Bool = false, delay: Int = 0) async throws -> (texts: [String], png: Data, status: Int32) {
+    static func render(_ address: String, pane: Bool = false, delay: Int = 0, style: String? = nil) async throws -> (texts: [String], png: Data, status: Int32) {
         let folder = try temporaryDirectory("view")
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
         let result = try await run(
             ["env", "GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", view, "--address", address, "--screenshot", png.path, "--describe"]
-                + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []), timeout: 60)
+                + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? []), timeout: 60)
         return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status)
+    }
+
+    /// The mean brightness of a PNG's pixels, 0 (black) to 255 (white):
+    /// decoded with zlib and PNG's five row filters, by a few lines of Python.
+    static func brightness(_ png: Data) async throws -> Double {
+        let folder = try temporaryDirectory("png")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("shot.png")
+        try png.write(to: file)
+        let script = """
+            import struct, sys, zlib
+            data = open(sys.argv[1], "rb").read()
+            pos, idat, header = 8, b"", None
+            while pos < len(data):
+                length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+                chunk = data[pos + 8:pos + 8 + length]
+                if kind == b"IHDR": header = struct.unpack(">IIBBBBB", chunk)
+                if kind == b"IDAT": idat += chunk
+                pos += 12 + length
+            width, height, depth, colour = header[:4]
+            channels = {2: 3, 6: 4}[colour]
+            raw, stride, previous, total = zlib.decompress(idat), width * channels, bytearray(width * channels), 0
+            for y in range(height):
+                kind, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+                for x in range(stride):
+                    a = row[x - channels] if x >= channels else 0
+                    b = previous[x]
+                    c = previous[x - channels] if x >= channels else 0
+                    if kind == 1: row[x] = (row[x] + a) & 255
+                    elif kind == 2: row[x] = (row[x] + b) & 255
+                    elif kind == 3: row[x] = (row[x] + (a + b) // 2) & 255
+                    elif kind == 4:
+                        p = a + b - c
+                        pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                        row[x] = (row[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+                total += sum(row[x] + row[x + 1] + row[x + 2] for x in range(0, stride, channels)) / 3
+                previous = row
+            print(total / (width * height))
+            """
+        let result = try await run(["/usr/bin/python3", "-c", script, file.path])
+        return Double(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
     /// Width and height from a PNG's IHDR.
@@ -121,5 +162,55 @@ import TodayProtocol
         let away = try await Self.render(bus.address)
         #expect(away.status == 0)
         #expect(away.texts.first?.hasPrefix("todayd is not running") == true, "\(away.texts)")
+    }
+
+    /// Light or dark: as asked with --style, else as the desktop prefers
+    /// (the settings portal's color-scheme, here a portal of the test's
+    /// own on the private bus), followed while the window is open.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func lightOrDarkAsTheDesktopPrefers() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Seen", widgets: [
+            .init(name: "Mail", script: #"cat > /dev/null; echo '{"result": "new-data", "snapshot": {"title": "3 new mails", "body": "From Ana"}}'"#)
+        ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.center("UpdateAll")
+
+        let light = try await Self.brightness(try await Self.render(daemon.address, style: "light").png)
+        let dark = try await Self.brightness(try await Self.render(daemon.address, style: "dark").png)
+        #expect(light > 150 && dark < 100, "mean brightness: light \(light), dark \(dark)")
+        // No portal on this bus: GTK's own default, the light style.
+        #expect(try await Self.brightness(try await Self.render(daemon.address).png) > 150)
+
+        // A portal that prefers dark, then changes its mind while the window is open.
+        let portal = try Connection(address: daemon.address)
+        defer { portal.close() }
+        let scheme = Locked<UInt32>(1)
+        let settings = InterfaceName("org.freedesktop.portal.Settings")
+        let declaration = Interface(
+            settings,
+            methods: [Method(MemberName("Read"), in: [Argument("namespace", "s"), Argument("key", "s")], out: [Argument("value", "v")])],
+            signals: [Signal(MemberName("SettingChanged"), [Argument("namespace", "s"), Argument("key", "s"), Argument("value", "v")])])
+        let exported = ExportedInterface(
+            declaration,
+            methods: ["Read": { call in
+                guard call.arguments.compactMap(\.string) == ["org.freedesktop.appearance", "color-scheme"] else {
+                    throw DBusError(ErrorName("org.freedesktop.portal.Error.NotFound"), "no such setting")
+                }
+                return [.variant(.variant(.uint32(scheme.value)))]
+            }])
+        portal.objects.export(ObjectPath("/org/freedesktop/portal/desktop"), [exported])
+        _ = try await portal.requestName(BusName("org.freedesktop.portal.Desktop"), flags: .doNotQueue)
+        #expect(try await Self.brightness(try await Self.render(daemon.address).png) < 100, "the portal prefers dark")
+
+        async let later = Self.render(daemon.address, delay: 4)
+        try await Task.sleep(for: .seconds(2))
+        scheme.withLock { $0 = 2 }
+        try exported.emit("SettingChanged", [.string("org.freedesktop.appearance"), .string("color-scheme"), .variant(.uint32(2))])
+        #expect(try await Self.brightness(try await later.png) > 150, "the window followed the portal to light")
     }
 }

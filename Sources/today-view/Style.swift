@@ -1,0 +1,40 @@
+import DBus
+import FoundationEssentials
+
+/// Light or dark: what the user asked for (`--style`), else what the
+/// desktop prefers (the XDG settings portal's `color-scheme`), followed
+/// live; without a portal, GTK's own setting (GTK_THEME, settings.ini).
+enum Style: String {
+    case system, light, dark
+
+    static let portal = BusName("org.freedesktop.portal.Desktop")
+    static let portalPath = ObjectPath("/org/freedesktop/portal/desktop")
+    static let settings = InterfaceName("org.freedesktop.portal.Settings")
+
+    /// The portal's answer: 1 prefers dark, 2 prefers light, 0 neither.
+    static func colorScheme(_ value: Value?) -> Bool? {
+        var value = value
+        while case .variant(let inner)? = value { value = inner }
+        switch value {
+        case .uint32(1)?: return true
+        case .uint32(2)?: return false
+        default: return nil
+        }
+    }
+
+    /// Calls `apply` with the desktop's preference now and whenever it
+    /// changes (true: dark); never where there is no portal.
+    static func follow(on connection: Connection, _ apply: @escaping @Sendable (Bool) -> Void) {
+        Task.detached {
+            let rule = MatchRule(interface: settings, member: MemberName("SettingChanged"), arg0: "org.freedesktop.appearance")
+            _ = try? await connection.subscribe(rule) { message in
+                guard message.body.count == 3, message.body[1].string == "color-scheme", let dark = colorScheme(message.body[2]) else { return }
+                apply(dark)
+            }
+            let reply = try? await connection.call(
+                portal, path: portalPath, interface: settings, member: MemberName("Read"),
+                [.string("org.freedesktop.appearance"), .string("color-scheme")], timeout: .seconds(2))
+            if let dark = colorScheme(reply?.body.first) { apply(dark) }
+        }
+    }
+}
