@@ -4,11 +4,16 @@
 //
 //   dbus-bench-service NAME
 import DBus
-import Foundation
+import Glibc
+
+func complain(_ text: String) {
+    let bytes = Array(text.utf8)
+    _ = write(2, bytes, bytes.count)
+}
 
 let arguments = CommandLine.arguments
 guard arguments.count == 2, let name = BusName(rawValue: arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: dbus-bench-service NAME\n".utf8))
+    complain("usage: dbus-bench-service NAME\n")
     exit(2)
 }
 
@@ -24,13 +29,13 @@ do {
     let connection = try Connection.session()
     connection.objects.export(ObjectPath("/io/github/todayd/Bench1"), [ExportedInterface(interface, properties: values)])
     guard try await connection.requestName(name, flags: .doNotQueue) == .primaryOwner else {
-        FileHandle.standardError.write(Data("could not own \(name)\n".utf8))
+        complain("could not own \(name)\n")
         exit(1)
     }
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         connection.onDisconnect { done.resume() }
     }
 } catch {
-    FileHandle.standardError.write(Data("\(error)\n".utf8))
+    complain("\(error)\n")
     exit(1)
 }

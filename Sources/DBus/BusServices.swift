@@ -28,11 +28,6 @@ extension Connection {
         return result
     }
 
-    /// Gives a well-known name back to the bus.
-    public func releaseName(_ name: BusName) async throws {
-        try await callBus(MemberName("ReleaseName"), [.string(name.rawValue)])
-    }
-
     /// Who is on the other end of a connection, as the bus tells it.
     public struct Credentials: Sendable, Hashable {
         public var userID: UInt32?
@@ -62,11 +57,5 @@ extension Connection {
         if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
         submit { [self] in subscriptions[id] = Subscription(rule: rule, handler: handler) }
         return id
-    }
-
-    /// Stops a subscription made with `subscribe`.
-    public func unsubscribe(_ id: UInt64, rule: MatchRule? = nil) async {
-        submit { [self] in subscriptions[id] = nil }
-        if let rule { _ = try? await callBus(MemberName("RemoveMatch"), [.string(rule.text)]) }
     }
 }

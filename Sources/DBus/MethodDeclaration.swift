@@ -33,22 +33,6 @@ extension Bool: DBusArgument {
     }
 }
 
-extension UInt32: DBusArgument {
-    public static var dbusType: DBusType { .uint32 }
-    public init(dbusValue value: Value) throws {
-        guard case .uint32(let number) = value else { throw Self.mismatch(value) }
-        self = number
-    }
-}
-
-extension Int32: DBusArgument {
-    public static var dbusType: DBusType { .int32 }
-    public init(dbusValue value: Value) throws {
-        guard case .int32(let number) = value else { throw Self.mismatch(value) }
-        self = number
-    }
-}
-
 /// An `as`.
 extension Array: DBusArgument where Element == String {
     public static var dbusType: DBusType { .array(.string) }

@@ -33,12 +33,6 @@ public struct ObjectPath: RawRepresentable, Hashable, Sendable, Comparable, Cust
         return ObjectPath(unchecked: raw)
     }
 
-    /// The last element, or nil for the root.
-    public var lastElement: String? {
-        guard rawValue != "/" else { return nil }
-        return rawValue.split(separator: "/").last.map(String.init)
-    }
-
     /// The path that holds this one, or nil for the root.
     public var parent: ObjectPath? {
         guard rawValue != "/" else { return nil }
@@ -113,7 +107,6 @@ public struct BusName: RawRepresentable, Hashable, Sendable, CustomStringConvert
         guard let name = BusName(rawValue: "\(literal)") else { preconditionFailure("invalid bus name \(literal)") }
         self = name
     }
-    public var isUnique: Bool { rawValue.hasPrefix(":") }
     public var description: String { rawValue }
     public static let bus = BusName("org.freedesktop.DBus")
 }

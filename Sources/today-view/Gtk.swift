@@ -211,6 +211,25 @@ func visibleTexts(_ widget: Widget) -> [String] {
     return texts
 }
 
+/// Where Tab takes the keyboard focus in `window`, from the start, as GTK
+/// moves it: a line per stop naming what has the focus (a card row by its
+/// accessible label, a button by its text), until the focus comes round
+/// again. For tests and `--describe`.
+func focusChain(_ window: Widget) -> [String] {
+    var stops: [String] = []
+    var seen: [UnsafeMutableRawPointer] = []
+    gtk_window_set_focus(cast(window), nil)
+    for _ in 0..<200 {
+        guard gtk_widget_child_focus(window, GTK_DIR_TAB_FORWARD) != 0, let focused = gtk_window_get_focus(cast(window)) else { break }
+        if seen.contains(raw(focused)) { break }
+        seen.append(raw(focused))
+        let type = String(cString: g_type_name(G_TYPE_FROM_INSTANCE_TYPE(focused)))
+        let texts = visibleTexts(focused)
+        stops.append("\(type): \(texts.first ?? "")")
+    }
+    return stops
+}
+
 /// G_TYPE_FROM_INSTANCE, a macro: the class's type of an instance.
 func G_TYPE_FROM_INSTANCE_TYPE(_ widget: Widget) -> GType {
     UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GTypeInstance.self).pointee.g_class.pointee.g_type

@@ -212,6 +212,8 @@ final class TodayView {
             FileSystem.writeAll(2, "today-view: cannot render the window to \(screenshot)\n")
             status = 1
         }
+        // After the picture: moving the focus changes what it would show.
+        if describe { FileSystem.writeAll(1, focusChain(window).map { "focus " + $0 + "\n" }.joined()) }
         finished = true
     }
 

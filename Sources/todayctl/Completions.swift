@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TodayCore
 
 /// Shell completions for todayctl, made from the command table: the same
@@ -137,8 +137,8 @@ enum Completions {
         }
         /// A `name:description` word for _describe, single-quoted.
         func described(_ command: Command) -> String {
-            let text = "\(command.name):\(command.summary.replacingOccurrences(of: ":", with: "\\:"))"
-            return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+            let text = "\(command.name):\(command.summary.replacing(":", with: "\\:"))"
+            return "'" + text.replacing("'", with: "'\\''") + "'"
         }
         var lines = [
             "#compdef todayctl",
@@ -199,7 +199,7 @@ enum Completions {
 
     static func fish(_ commands: [Command]) -> String {
         func quoted(_ text: String) -> String {
-            "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+            "'" + text.replacing("\\", with: "\\\\").replacing("'", with: "\\'") + "'"
         }
         /// The arguments of `complete` that offer `completion`.
         func offer(_ completion: Command.Completion) -> String {
