@@ -5,7 +5,7 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release examples test adversarial soak torture bench screenshots fuzz run demo install deb interfaces clean
+.PHONY: all deps build release examples test-build test adversarial soak torture bench screenshots fuzz run demo install deb interfaces clean
 PREFIX ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 600
@@ -27,11 +27,14 @@ examples: deps
 	$(SWIFT) build -c $(CONFIG)
 	scripts/assemble-examples .build/examples $(BUILD)
 
-# The whole suite. Tests start their own dbus-daemon and stop it.
-test: deps
+# What every run of the suite needs: the tests, the binaries, the example bundles.
+test-build: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build
 	scripts/assemble-examples .build/examples .build/debug
+
+# The whole suite. Tests start their own dbus-daemon and stop it.
+test: test-build
 	scripts/test-limits
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 	TODAY_TEST_BUILDS=1 timeout 900 $(TEST_BINARY) --testing-library swift-testing --filter NewProjectTests
@@ -43,27 +46,19 @@ test: deps
 # The long adversarial runs: 100 clients for LOAD_SECONDS against the real
 # daemon (the fast adversarial tests are part of make test).
 LOAD_SECONDS ?= 60
-adversarial: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) build
-	scripts/assemble-examples .build/examples .build/debug
+adversarial: test-build
 	TODAYD_LOAD_SECONDS=$(LOAD_SECONDS) $(TEST_BINARY) --testing-library swift-testing --filter "LoadTests|AdversarialTests|DurabilityTests"
 
 # Ten minutes of the same load (make adversarial's, with URLs opened):
 # memory and descriptors at the end against after the first minute.
 SOAK_SECONDS ?= 600
-soak: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) build
-	scripts/assemble-examples .build/examples .build/debug
+soak: test-build
 	TODAYD_LOAD_SECONDS=$(SOAK_SECONDS) $(TEST_BINARY) --testing-library swift-testing --filter "LoadTests"
 
 # Crash consistency at length: TORTURE_ROUNDS rounds of SIGKILL under mixed
 # load from four clients (make test runs 10).
 TORTURE_ROUNDS ?= 200
-torture: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) build
+torture: test-build
 	TODAY_TORTURE_ROUNDS=$(TORTURE_ROUNDS) $(TEST_BINARY) --testing-library swift-testing --filter "CrashTests"
 
 # libFuzzer targets for the property-list readers, FUZZ_SECONDS each.

@@ -1,12 +1,32 @@
 import DBus
 
+/// An id that is a string which passed its rules: made only through
+/// `init?(rawValue:)`, and read from a D-Bus argument with an InvalidArgs
+/// that names the rules.
+public protocol CheckedIdentifier: RawRepresentable<String>, Hashable, Comparable, Sendable, CustomStringConvertible, DBusArgument {
+    static func isValid(_ text: String) -> Bool
+    /// What is said of `text` where it breaks the rules, wherever it was given.
+    static func problem(_ text: String) -> String
+}
+
+extension CheckedIdentifier {
+    public init(dbusValue value: Value) throws {
+        guard case .string(let text) = value else { throw Self.mismatch(value) }
+        guard let id = Self(rawValue: text) else { throw TodayError.invalidArgs(Self.problem(text)) }
+        self = id
+    }
+
+    public static var dbusType: DBusType { .string }
+    public var description: String { rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// A bundle id (SPEC section 3): reverse-DNS, `[A-Za-z0-9.-]`, at most 255
 /// bytes, no empty component. Widgets, apps and the arguments that name
 /// them (`widget_id`, `bundle_id`) are bundle ids.
-public struct BundleID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, DBusArgument {
+public struct BundleID: CheckedIdentifier {
     public let rawValue: String
 
-    /// Nil when `rawValue` breaks the rules above.
     public init?(rawValue: String) {
         guard Self.isValid(rawValue) else { return nil }
         self.rawValue = rawValue
@@ -21,25 +41,14 @@ public struct BundleID: RawRepresentable, Hashable, Comparable, Sendable, Custom
         return allowed && !id.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty }
     }
 
-    /// A `widget_id` or `bundle_id` argument; InvalidArgs naming the rules
-    /// where it breaks them.
-    public init(dbusValue value: Value) throws {
-        guard case .string(let text) = value else { throw Self.mismatch(value) }
-        guard let id = BundleID(rawValue: text) else {
-            throw TodayError.invalidArgs(
-                "'\(text.prefix(300))' is not a bundle id: reverse-DNS, [A-Za-z0-9.-], at most 255 bytes, such as tech.agostini.app.LatestPost")
-        }
-        self = id
+    public static func problem(_ text: String) -> String {
+        "'\(text.prefix(300))' is not a bundle id: reverse-DNS, [A-Za-z0-9.-], at most 255 bytes, such as tech.agostini.app.LatestPost"
     }
-
-    public static var dbusType: DBusType { .string }
-    public var description: String { rawValue }
-    public static func < (lhs: BundleID, rhs: BundleID) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// An app group id (SPEC section 5): `group.` and reverse-DNS characters,
 /// at most 255 bytes, no `..`.
-public struct GroupID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, DBusArgument {
+public struct GroupID: CheckedIdentifier {
     public let rawValue: String
 
     public init?(rawValue: String) {
@@ -51,19 +60,7 @@ public struct GroupID: RawRepresentable, Hashable, Comparable, Sendable, CustomS
         id.hasPrefix("group.") && id.count > 6 && BundleID.isValid(id)
     }
 
-    /// What is said of an id that breaks the rules, wherever it was given.
     public static func problem(_ text: String) -> String {
         "'\(text.prefix(300))' is not a group id: 'group.' and reverse-DNS characters, at most 255 bytes, no '..'"
     }
-
-    /// A `group_id` argument; InvalidArgs naming the rules where it breaks them.
-    public init(dbusValue value: Value) throws {
-        guard case .string(let text) = value else { throw Self.mismatch(value) }
-        guard let id = GroupID(rawValue: text) else { throw TodayError.invalidArgs(Self.problem(text)) }
-        self = id
-    }
-
-    public static var dbusType: DBusType { .string }
-    public var description: String { rawValue }
-    public static func < (lhs: GroupID, rhs: GroupID) -> Bool { lhs.rawValue < rhs.rawValue }
 }

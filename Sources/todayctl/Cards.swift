@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PropertyList
+import TodayCore
 import TodayProtocol
 
 /// One widget as `show` draws it.
@@ -16,19 +17,6 @@ struct WidgetCard {
     /// When the content changes to the timeline's next entry, µs; 0: none.
     var nextEntryDate: UInt64 = 0
 
-    /// "just now", "5 min ago", "3 h ago", "2 days ago", "never".
-    static func ago(_ microseconds: UInt64, now: Date = Date()) -> String {
-        guard microseconds > 0 else { return "never updated" }
-        let seconds = max(0, now.timeIntervalSince1970 - Double(microseconds) / 1_000_000)
-        switch seconds {
-        case ..<60: return "updated just now"
-        case ..<3600: return "updated \(Int(seconds / 60)) min ago"
-        case ..<86_400: return "updated \(Int(seconds / 3600)) h ago"
-        default:
-            let days = Int(seconds / 86_400)
-            return "updated \(days) day\(days == 1 ? "" : "s") ago"
-        }
-    }
 
     /// The lines of the card's content, before any frame.
     func contentLines(width: Int) -> [String] {
@@ -59,7 +47,7 @@ struct WidgetCard {
     }
 
     var status: String {
-        var parts = [Self.ago(lastUpdated)]
+        var parts = [TodayCard.updated(lastUpdated, at: Date())]
         if nextEntryDate > 0 { parts.append("changes at \(localTime(nextEntryDate))") }
         if lastResult == .failed { parts.append("✗ last update failed: \(lastFailure)") }
         if !hasContent { parts.append("hidden: no content") }

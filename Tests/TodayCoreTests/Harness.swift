@@ -61,6 +61,32 @@ final class TodayDaemon: @unchecked Sendable {
             ?? BusDaemon.readLine(fileDescriptor: output.fileHandleForReading.fileDescriptor).replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
     }
 
+    /// Runs `body` with todayd installed (scripts/install) under a prefix of
+    /// its own and a bus that starts it at the first call through the
+    /// installed service file, the examples its only bundles; and a client
+    /// on that bus, before todayd runs.
+    static func withActivatableBus(_ body: (BusDaemon, String, Connection) async throws -> Void) async throws {
+        let root = try temporaryDirectory("activation")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (bus, prefix) = try await activatableBus(in: root)
+        defer { bus.stop() }
+        let client = try Connection(address: bus.address)
+        defer { client.close() }
+        #expect(try await client.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)]).body == [.boolean(false)])
+        try await body(bus, prefix, client)
+    }
+
+    private static func activatableBus(in root: URL) async throws -> (bus: BusDaemon, prefix: String) {
+        let prefix = root.appendingPathComponent("prefix").path
+        let install = try await run([Paths.root.appendingPathComponent("scripts/install").path, Paths.root.appendingPathComponent(".build/debug").path, prefix])
+        #expect(install.status == 0, "\(install.error)")
+        var environment = Self.environment(home: root)
+        environment["XDG_DATA_DIRS"] = root.path + "/shared"
+        try FileManager.default.createDirectory(atPath: root.path + "/shared/todayd", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root.path + "/shared/todayd/bundles", withDestinationPath: Paths.examples)
+        return (try BusDaemon(serviceFolders: [prefix + "/share/dbus-1/services"], environment: environment), prefix)
+    }
+
     static func environment(home: URL) -> [String: String] {
         [
             "HOME": home.path, "XDG_DATA_HOME": home.path + "/data", "XDG_DATA_DIRS": home.path + "/none",

@@ -84,39 +84,27 @@ import TodayProtocol
     }
 
     @Test func theBusStartsTodaydOnTheFirstCall() async throws {
-        let root = try temporaryDirectory("activation")
-        defer { try? FileManager.default.removeItem(at: root) }
-        let prefix = root.appendingPathComponent("prefix").path
-        let install = try await run([Paths.root.appendingPathComponent("scripts/install").path, Paths.root.appendingPathComponent(".build/debug").path, prefix])
-        #expect(install.status == 0, "\(install.error)")
-        var environment = TodayDaemon.environment(home: root)
-        environment["XDG_DATA_DIRS"] = root.path + "/shared"
-        try FileManager.default.createDirectory(atPath: root.path + "/shared/todayd", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: root.path + "/shared/todayd/bundles", withDestinationPath: Paths.examples)
-        let bus = try BusDaemon(serviceFolders: [prefix + "/share/dbus-1/services"], environment: environment)
-        defer { bus.stop() }
-        let client = try Connection(address: bus.address)
-        defer { client.close() }
-        #expect(try await client.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)]).body == [.boolean(false)])
-        let widgets = try await client.center("ListWidgets")
-        #expect(
-            widgets.body == [
-                .objectPaths([
-                    Today.widgetPath("tech.agostini.app.LatestPost"), Today.widgetPath("com.e-legion.Traffic.Widget"),
-                    Today.widgetPath("org.example.Tram.Departures"),
+        try await TodayDaemon.withActivatableBus { bus, prefix, client in
+            let widgets = try await client.center("ListWidgets")
+            #expect(
+                widgets.body == [
+                    .objectPaths([
+                        Today.widgetPath("tech.agostini.app.LatestPost"), Today.widgetPath("com.e-legion.Traffic.Widget"),
+                        Today.widgetPath("org.example.Tram.Departures"),
+                    ])
                 ])
-            ])
-        let owner = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string(Today.busName.rawValue)])
-        guard case .uint32(let pid)? = owner.body.first else {
-            Issue.record("no owner")
-            return
-        }
-        let command = try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8).split(separator: "\0").first.map(String.init)
-        #expect(command == prefix + "/bin/todayd")
-        kill(pid_t(pid), SIGKILL)
+            let owner = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string(Today.busName.rawValue)])
+            guard case .uint32(let pid)? = owner.body.first else {
+                Issue.record("no owner")
+                return
+            }
+            let command = try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8).split(separator: "\0").first.map(String.init)
+            #expect(command == prefix + "/bin/todayd")
+            kill(pid_t(pid), SIGKILL)
 
-        // systemd's own check of the unit, whose ExecStart exists here.
-        let verify = try await run(["systemd-analyze", "verify", "--man=no", prefix + "/lib/systemd/user/todayd.service"])
-        #expect(!verify.error.contains("todayd.service:"), "\(verify.error)")
+            // systemd's own check of the unit, whose ExecStart exists here.
+            let verify = try await run(["systemd-analyze", "verify", "--man=no", prefix + "/lib/systemd/user/todayd.service"])
+            #expect(!verify.error.contains("todayd.service:"), "\(verify.error)")
+        }
     }
 }

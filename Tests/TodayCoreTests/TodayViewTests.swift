@@ -226,31 +226,19 @@ import TodayProtocol
     /// D-Bus activation (the installed service file), and shows the cards.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
     func theViewStartsTodaydThroughTheBus() async throws {
-        let root = try temporaryDirectory("view-activation")
-        defer { try? FileManager.default.removeItem(at: root) }
-        let prefix = root.appendingPathComponent("prefix").path
-        let install = try await run([Paths.root.appendingPathComponent("scripts/install").path, Paths.root.appendingPathComponent(".build/debug").path, prefix])
-        #expect(install.status == 0, "\(install.error)")
-        var environment = TodayDaemon.environment(home: root)
-        environment["XDG_DATA_DIRS"] = root.path + "/shared"
-        try FileManager.default.createDirectory(atPath: root.path + "/shared/todayd", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: root.path + "/shared/todayd/bundles", withDestinationPath: Paths.examples)
-        let bus = try BusDaemon(serviceFolders: [prefix + "/share/dbus-1/services"], environment: environment)
-        defer { bus.stop() }
-        let client = try Connection(address: bus.address)
-        defer { client.close() }
-        #expect(try await client.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)]).body == [.boolean(false)])
+        try await TodayDaemon.withActivatableBus { bus, prefix, client in
 
-        let shown = try await Self.render(bus.address)
-        #expect(shown.status == 0)
-        #expect(shown.texts.contains("Latest Post") && shown.texts.contains("Traffic"), "\(shown.texts)")
-        #expect(!shown.texts.contains { $0.hasPrefix("todayd is not running") })
-        let owner = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string(Today.busName.rawValue)])
-        guard case .uint32(let pid)? = owner.body.first else {
-            Issue.record("todayd was not started")
-            return
+            let shown = try await Self.render(bus.address)
+            #expect(shown.status == 0)
+            #expect(shown.texts.contains("Latest Post") && shown.texts.contains("Traffic"), "\(shown.texts)")
+            #expect(!shown.texts.contains { $0.hasPrefix("todayd is not running") })
+            let owner = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string(Today.busName.rawValue)])
+            guard case .uint32(let pid)? = owner.body.first else {
+                Issue.record("todayd was not started")
+                return
+            }
+            #expect(try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8).hasPrefix(prefix + "/bin/todayd"))
+            kill(pid_t(pid), SIGKILL)
         }
-        #expect(try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8).hasPrefix(prefix + "/bin/todayd"))
-        kill(pid_t(pid), SIGKILL)
     }
 }

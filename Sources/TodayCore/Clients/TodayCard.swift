@@ -98,9 +98,12 @@ public struct TodayCard: Equatable, Sendable {
 
     /// "updated just now", "updated 5 min ago", "updated 3 h ago",
     /// "updated 2 days ago", "never updated".
-    public func updated(at now: Date) -> String {
-        guard lastUpdated > 0 else { return "never updated" }
-        let seconds = max(0, now.timeIntervalSince1970 - Double(lastUpdated / 1_000_000))
+    public func updated(at now: Date) -> String { Self.updated(lastUpdated, at: now) }
+
+    /// The same for a `LastUpdated` of `microseconds`, as every client writes it.
+    public static func updated(_ microseconds: UInt64, at now: Date) -> String {
+        guard microseconds > 0 else { return "never updated" }
+        let seconds = max(0, now.timeIntervalSince1970 - Double(microseconds) / 1_000_000)
         switch seconds {
         case ..<60: return "updated just now"
         case ..<3600: return "updated \(Int(seconds / 60)) min ago"

@@ -90,13 +90,7 @@ public struct Schedule: Sendable, Equatable {
             planDate(date, at: now, hasContent: hasContent, outcome: outcome, scheduled: scheduled, jitter: jitter, localTime: localTime)
             return
         }
-        let today = Self.day(of: now, localTime: localTime)
-        if today != budgetDay {
-            budgetDay = today
-            budgetUsed = 0
-        }
-        if scheduled { budgetUsed = min(budgetUsed + 1, Self.dailyBudget) }
-        if let outcome { consecutiveFailures = outcome ? 0 : consecutiveFailures &+ 1 }
+        count(at: now, outcome: outcome, scheduled: scheduled, localTime: localTime)
         guard hasContent, interval > 0 else {
             next = nil
             return
@@ -111,14 +105,15 @@ public struct Schedule: Sendable, Equatable {
         let delay = Self.delay(interval: interval, failures: consecutiveFailures)
         var due = now.addingTimeInterval(delay + delay * 0.1 * min(max(jitter, 0), 1))
         if budgetUsed >= Self.dailyBudget {
-            due = max(due, Self.startOfDay(today + 1, localTime: localTime).addingTimeInterval(delay * 0.1 * jitter))
+            due = max(due, Self.startOfDay(budgetDay + 1, localTime: localTime).addingTimeInterval(delay * 0.1 * jitter))
         }
         next = due
     }
 
-    private mutating func planDate(
-        _ date: Date, at now: Date, hasContent: Bool, outcome: Bool?, scheduled: Bool, jitter: Double, localTime: LocalTime
-    ) {
+    /// Counts a run that ended at `now`: a scheduled one against the day's
+    /// budget (a new day starts it afresh), a failure (`outcome` false)
+    /// against the back-off, a success ending it.
+    private mutating func count(at now: Date, outcome: Bool?, scheduled: Bool, localTime: LocalTime) {
         let today = Self.day(of: now, localTime: localTime)
         if today != budgetDay {
             budgetDay = today
@@ -126,6 +121,12 @@ public struct Schedule: Sendable, Equatable {
         }
         if scheduled { budgetUsed = min(budgetUsed + 1, Self.dailyBudget) }
         if let outcome { consecutiveFailures = outcome ? 0 : consecutiveFailures &+ 1 }
+    }
+
+    private mutating func planDate(
+        _ date: Date, at now: Date, hasContent: Bool, outcome: Bool?, scheduled: Bool, jitter: Double, localTime: LocalTime
+    ) {
+        count(at: now, outcome: outcome, scheduled: scheduled, localTime: localTime)
         guard hasContent else {
             next = nil
             return
@@ -142,7 +143,7 @@ public struct Schedule: Sendable, Equatable {
             due = max(date, now.addingTimeInterval(Self.minimumGap)).addingTimeInterval(jitterSeconds)
         }
         if budgetUsed >= Self.dailyBudget {
-            due = max(due, Self.startOfDay(today + 1, localTime: localTime).addingTimeInterval(jitterSeconds))
+            due = max(due, Self.startOfDay(budgetDay + 1, localTime: localTime).addingTimeInterval(jitterSeconds))
         }
         next = due
     }
