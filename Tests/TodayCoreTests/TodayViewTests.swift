@@ -46,14 +46,16 @@ import TodayProtocol
     }
 
     /// Runs today-view --screenshot --describe against `address`.
-    static func render(_ address: String, pane: Bool = false, delay: Int = 0, style: String? = nil) async throws -> (texts: [String], png: Data, status: Int32) {
+    static func render(
+        _ address: String, pane: Bool = false, delay: Int = 0, style: String? = nil
+    ) async throws -> (texts: [String], png: Data, status: Int32, errors: String) {
         let folder = try temporaryDirectory("view")
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
         let result = try await run(
             ["env", "GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", view, "--address", address, "--screenshot", png.path, "--describe"]
                 + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? []), timeout: 60)
-        return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status)
+        return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status, result.error)
     }
 
     /// The mean brightness of a PNG's pixels, 0 (black) to 255 (white):
@@ -239,6 +241,62 @@ import TodayProtocol
             }
             #expect(try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8).hasPrefix(prefix + "/bin/todayd"))
             kill(pid_t(pid), SIGKILL)
+        }
+    }
+
+    /// The picture follows an update; when todayd goes away the cards stay
+    /// with the banner, and come back to life when it returns; GTK has
+    /// nothing critical to say about any of it.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func theViewFollowsTodaydAwayAndBack() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("view-restart")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try bundles.addApp("org.example.Seen", widgets: [
+            .init(name: "Mail", script: #"n=$(cat "$TODAY_CONTAINER/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$TODAY_CONTAINER/n"; printf '{"result": "new-data", "snapshot": {"title": "%s new mails"}}' "$n""#)
+        ])
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.center("UpdateAll")
+
+        let first = try await Self.render(bus.address)
+        #expect(first.texts.contains("1 new mails"), "\(first.texts)")
+        _ = try await client.center("UpdateAll")
+        let second = try await Self.render(bus.address)
+        #expect(second.texts.contains("2 new mails"), "\(second.texts)")
+        #expect(!first.png.isEmpty && first.png != second.png, "the picture changed with the update")
+
+        // todayd goes while the window is open: the cards stay, with the banner.
+        async let away = Self.render(bus.address, delay: 4)
+        try await Task.sleep(for: .seconds(2))
+        daemon.stop(keepHome: true)
+        let gone = try await away
+        #expect(gone.texts.first?.hasPrefix("todayd is not running") == true, "\(gone.texts)")
+        #expect(gone.texts.contains("2 new mails"), "the cards stay: \(gone.texts)")
+
+        // In a window that shows cards, todayd goes and comes back: the
+        // banner goes again and the cards are live.
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        _ = try await daemon.ready()
+        async let back = Self.render(bus.address, delay: 7)
+        try await Task.sleep(for: .seconds(2))
+        daemon.stop(keepHome: true)
+        try await Task.sleep(for: .seconds(1))
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        defer { daemon.stop() }
+        let again = try await daemon.ready()
+        defer { again.close() }
+        _ = try await again.center("UpdateAll")
+        let returned = try await back
+        #expect(!returned.texts.contains { $0.hasPrefix("todayd is not running") }, "\(returned.texts)")
+        #expect(returned.texts.contains("3 new mails"), "\(returned.texts)")
+        for shot in [first, second, gone, returned] {
+            #expect(shot.status == 0)
+            #expect(!shot.errors.contains("CRITICAL") && !shot.errors.contains("Gtk-WARNING"), "\(shot.errors)")
         }
     }
 }
