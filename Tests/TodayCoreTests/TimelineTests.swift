@@ -87,6 +87,28 @@ import TodayProtocol
         #expect(restored.snapshot["title"]?.string == "e10" && restored.upcoming.count == 1)
     }
 
+    /// Entries still to come are kept encoded, in one buffer per timeline,
+    /// and read back whole: as values when shown, equal to what came.
+    @Test func upcomingEntriesAreKeptEncodedAndReadBackWhole() {
+        let snapshots: [PlistDictionary] = (0..<5).map { index in
+            ["title": .string("Departure \(index)"), "image": .data(Data(repeating: UInt8(index), count: 40)), "count": .integer(Int64(index))]
+        }
+        let entries = snapshots.enumerated().map { index, snapshot in
+            Timeline.Entry(date: Self.t0.addingTimeInterval(Double(index) * 60), snapshot: snapshot, relevance: Double(index))
+        }
+        var timeline = Timeline(current: nil, upcoming: entries, policy: .atEnd)
+        #expect(timeline.upcoming.map(\.snapshot) == snapshots)
+        #expect(timeline.upcoming == entries, "encoded entries equal the values they came from")
+        #expect(Timeline(current: nil, upcoming: entries, policy: .atEnd) == timeline)
+        let switched = timeline.advance(to: Self.t0.addingTimeInterval(150))
+        #expect(switched)
+        #expect(timeline.current?.snapshot == snapshots[2] && timeline.current?.relevance == 2)
+        #expect(timeline.upcoming.map(\.snapshot) == Array(snapshots[3...]))
+        var changed = timeline
+        changed.upcoming[0].snapshot["title"] = .string("changed")
+        #expect(changed != timeline)
+    }
+
     @Test func policiesPlanTheNextUpdate() {
         let utc = LocalTime.fixed(0)
         var schedule = Schedule()

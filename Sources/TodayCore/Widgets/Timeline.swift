@@ -29,13 +29,71 @@ public enum ReloadPolicy: Sendable, Equatable {
 public struct Timeline: Sendable, Equatable {
     public struct Entry: Sendable, Equatable {
         public var date: Date
-        public var snapshot: PlistDictionary
         public var relevance: Double
+        private var content: Content
+
+        /// An entry still to come keeps its snapshot encoded (a binary
+        /// property list, in one buffer with the other entries of its
+        /// timeline, of which it holds a slice) until its date comes: a
+        /// thousand widgets of a hundred entries each hold mostly entries
+        /// nobody reads yet.
+        private enum Content: Sendable {
+            case values(PlistDictionary)
+            case encoded(Data)
+        }
 
         public init(date: Date, snapshot: PlistDictionary, relevance: Double = 0) {
             self.date = date
-            self.snapshot = snapshot
             self.relevance = relevance
+            content = .values(snapshot)
+        }
+
+        public var snapshot: PlistDictionary {
+            get {
+                switch content {
+                case .values(let snapshot): snapshot
+                // Encoded here from values, so it reads back; an empty
+                // snapshot is the answer to the impossible.
+                case .encoded(let data): (try? Plist.read(Data(data)).dictionary) ?? [:]
+                }
+            }
+            set { content = .values(newValue) }
+        }
+
+        /// `entries` with their snapshots encoded into one buffer, each
+        /// holding its slice; an entry whose snapshot cannot be encoded
+        /// stays as it is.
+        static func encoded(_ entries: [Entry]) -> [Entry] {
+            var buffer = Data()
+            var ranges: [Range<Int>?] = []
+            for entry in entries {
+                guard case .values(let snapshot) = entry.content, let data = try? Plist.write(.dictionary(snapshot), format: .binary) else {
+                    ranges.append(nil)
+                    continue
+                }
+                ranges.append(buffer.count..<buffer.count + data.count)
+                buffer.append(data)
+            }
+            return zip(entries, ranges).map { entry, range in
+                guard let range else { return entry }
+                var compact = entry
+                compact.content = .encoded(buffer[range])
+                return compact
+            }
+        }
+
+        /// This entry with its snapshot as values, to be shown.
+        func decoded() -> Entry {
+            guard case .encoded = content else { return self }
+            var entry = self
+            entry.content = .values(snapshot)
+            return entry
+        }
+
+        public static func == (a: Entry, b: Entry) -> Bool {
+            guard a.date == b.date, a.relevance == b.relevance else { return false }
+            if case .encoded(let x) = a.content, case .encoded(let y) = b.content, x == y { return true }
+            return a.snapshot == b.snapshot
         }
     }
 
@@ -46,8 +104,8 @@ public struct Timeline: Sendable, Equatable {
     public var policy: ReloadPolicy
 
     public init(current: Entry? = nil, upcoming: [Entry] = [], policy: ReloadPolicy = .interval) {
-        self.current = current
-        self.upcoming = upcoming
+        self.current = current?.decoded()
+        self.upcoming = Entry.encoded(upcoming)
         self.policy = policy
     }
 
@@ -64,7 +122,7 @@ public struct Timeline: Sendable, Equatable {
     @discardableResult
     public mutating func advance(to now: Date) -> Bool {
         guard let index = upcoming.lastIndex(where: { $0.date <= now }) else { return false }
-        current = upcoming[index]
+        current = upcoming[index].decoded()
         upcoming.removeFirst(index + 1)
         return true
     }
