@@ -83,7 +83,11 @@ import TodayProtocol
         let warm = samples.isEmpty ? (resident: 0, descriptors: 0) : samples[min(samples.count / 5, 60)]
         let end = samples.last ?? warm
         #expect(Double(end.resident) < Double(warm.resident) * 1.1, "resident \(warm.resident) KiB after warm-up, \(end.resident) KiB at the end")
-        #expect(end.descriptors <= warm.descriptors, "open descriptors: \(warm.descriptors) after warm-up, \(end.descriptors) at the end")
+        // Descriptors come and go with the provider runs under way at a
+        // sample: growth is the fewest at the end above the most early on.
+        let early = samples.prefix(max(1, min(samples.count / 5, 60))).map(\.descriptors).max() ?? 0
+        let late = samples.suffix(max(1, min(samples.count / 5, 30))).map(\.descriptors).min() ?? 0
+        #expect(late <= early, "open descriptors: at most \(early) in the first minute, at least \(late) at the end")
         print("load: \(answered.values.reduce(0, +)) calls in \(Int(seconds)) s: \(answered.sorted { $0.key < $1.key }); resident \(warm.resident) → \(end.resident) KiB, descriptors \(warm.descriptors) → \(end.descriptors)")
     }
 }
