@@ -23,8 +23,9 @@ enum Style: String {
     }
 
     /// Calls `apply` with the desktop's preference now and whenever it
-    /// changes (true: dark); never where there is no portal.
-    static func follow(on connection: Connection, _ apply: @escaping @Sendable (Bool) -> Void) {
+    /// changes (true: dark); never where there is no portal. `known` is
+    /// called once the first answer (or its absence) is in.
+    static func follow(on connection: Connection, _ apply: @escaping @Sendable (Bool) -> Void, known: @escaping @Sendable () -> Void) {
         Task.detached {
             let rule = MatchRule(interface: settings, member: MemberName("SettingChanged"), arg0: "org.freedesktop.appearance")
             _ = try? await connection.subscribe(rule) { message in
@@ -35,6 +36,7 @@ enum Style: String {
                 portal, path: portalPath, interface: settings, member: MemberName("Read"),
                 [.string("org.freedesktop.appearance"), .string("color-scheme")], timeout: .seconds(2))
             if let dark = colorScheme(reply?.body.first) { apply(dark) }
+            known()
         }
     }
 }

@@ -29,6 +29,10 @@ final class TodayView {
     /// The "updated … ago" label of each card, kept current.
     private var updatedLabels: [(Widget, TodayCard)] = []
     private var shotTaken = false
+    /// Whether the light or dark style is settled: a picture waits for the
+    /// desktop's preference, asked at start.
+    private var styleKnown = true
+    private var shotWanted = false
 
     init(connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0, style: Style = .system) {
         self.delay = delay
@@ -55,7 +59,22 @@ final class TodayView {
         switch style {
         case .light: preferDarkStyle(false)
         case .dark: preferDarkStyle(true)
-        case .system: Style.follow(on: connection) { dark in onMainLoop { preferDarkStyle(dark) } }
+        case .system:
+            styleKnown = false
+            Style.follow(on: connection, { dark in onMainLoop { preferDarkStyle(dark) } }) { [self] in
+                onMainLoop { [self] in
+                    MainActor.assumeIsolated {
+                        styleKnown = true
+                        // A moment for the new style to be drawn, then the picture.
+                        if shotWanted {
+                            every(seconds: 1) { [self] in
+                                takeScreenshot()
+                                return false
+                            }
+                        }
+                    }
+                }
+            }
         }
         let window = gtk_window_new()!
         self.window = window
@@ -206,6 +225,10 @@ final class TodayView {
 
     func takeScreenshot() {
         guard let screenshot, let window, !shotTaken else { return }
+        guard styleKnown else {
+            shotWanted = true
+            return
+        }
         shotTaken = true
         if describe { FileSystem.writeAll(1, visibleTexts(window).map { $0 + "\n" }.joined()) }
         if !savePNG(of: window, to: screenshot) {
