@@ -15,6 +15,22 @@ enum BinaryPlistReader {
         }
     }
 
+    /// The element at `index` of the array that is the file's top
+    /// object, decoding only that element and what it refers to.
+    static func readElement(_ index: Int, of data: Data, limits: PlistLimits) throws -> PlistValue {
+        try data.withUnsafeBytes { buffer in
+            var reader = try Reader(bytes: buffer.bindMemory(to: UInt8.self), limits: limits)
+            var at = try reader.offset(of: reader.topObject)
+            let marker = reader.bytes[at]
+            guard marker >> 4 == 0xA else { throw PlistError("binary plist: the top object is not an array") }
+            at += 1
+            let count = try reader.length(marker, at: &at)
+            guard index >= 0, index < count else { throw PlistError("binary plist: no element \(index) in an array of \(count)") }
+            try reader.needReferences(at: at, count: count)
+            return try reader.object(reader.reference(at: at, index), depth: 1)
+        }
+    }
+
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         let limits: PlistLimits

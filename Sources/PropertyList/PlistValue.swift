@@ -114,6 +114,15 @@ public enum Plist {
         try read(readFile(path, limit: limits.maximumSize), limits: limits)
     }
 
+    /// The element at `index` of a binary property list whose top object is
+    /// an array, read without decoding the other elements: many values kept
+    /// encoded together (sharing their keys and repeated strings) and read
+    /// one at a time.
+    public static func readElement(_ index: Int, ofBinaryArray data: Data, limits: PlistLimits = PlistLimits()) throws -> PlistValue {
+        guard data.starts(with: Array("bplist00".utf8)) else { throw PlistError("not a binary property list (bplist00)") }
+        return try BinaryPlistReader.readElement(index, of: data, limits: limits)
+    }
+
     /// Everything on standard input, refused once it passes `limit` bytes.
     public static func readStandardInput(limit: Int = PlistLimits().maximumSize) throws -> Data {
         let input = FileDescriptor(owning: dup(0))

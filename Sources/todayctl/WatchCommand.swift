@@ -82,9 +82,14 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
 func hex(_ byte: UInt8) -> String { (byte < 16 ? "0" : "") + String(byte, radix: 16) }
 
 /// The local time of day, HH:mm:ss (the C library's local time, which
-/// follows TZ and /etc/localtime).
+/// follows TZ and /etc/localtime). The seconds come from CLOCK_REALTIME:
+/// `time()` reads the kernel's coarse clock, up to a tick behind, so an
+/// event a few milliseconds after a whole second, as a timeline entry's
+/// switch is, would be printed with the second before.
 func timestamp() -> String {
-    var now = time(nil)
+    var clock = timespec()
+    clock_gettime(CLOCK_REALTIME, &clock)
+    var now = clock.tv_sec
     var parts = tm()
     guard localtime_r(&now, &parts) != nil else { return "--:--:--" }
     return [parts.tm_hour, parts.tm_min, parts.tm_sec].map { ($0 < 10 ? "0" : "") + String($0) }.joined(separator: ":")

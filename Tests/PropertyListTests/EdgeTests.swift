@@ -19,6 +19,23 @@ import Testing
         return d.bitPattern == b.bitPattern || (d.isNaN && b.isNaN)
     }
 
+    /// One element of an array read alone is the element the whole file
+    /// reads to; a wrong index or a top object that is not an array is refused.
+    @Test func oneElementOfABinaryArray() throws {
+        let elements: [PlistValue] = (0..<40).map { n in
+            .dictionary(["title": .string("Departures"), "body": .string("in \(n) min"), "items": .array([.integer(Int64(n)), .boolean(n % 2 == 0)])])
+        }
+        let data = try Plist.write(.array(elements), format: .binary)
+        for index in [0, 1, 17, 39] { #expect(try Plist.readElement(index, ofBinaryArray: data) == elements[index]) }
+        // The keys and the repeated title are stored once: under half of 40 files of one each.
+        let apart = try elements.reduce(0) { $0 + (try Plist.write($1, format: .binary)).count }
+        #expect(data.count * 2 < apart, "\(data.count) bytes together, \(apart) apart")
+        #expect(throws: PlistError.self) { try Plist.readElement(40, ofBinaryArray: data) }
+        #expect(throws: PlistError.self) { try Plist.readElement(-1, ofBinaryArray: data) }
+        #expect(throws: PlistError.self) { try Plist.readElement(0, ofBinaryArray: try Plist.write(elements[0], format: .binary)) }
+        #expect(throws: PlistError.self) { try Plist.readElement(0, ofBinaryArray: try Plist.write(.array(elements), format: .xml)) }
+    }
+
     @Test(arguments: [
         Double.nan, .infinity, -.infinity, 0, -0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
         .leastNormalMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, Double(bitPattern: 0x000F_FFFF_FFFF_FFFF), Double(bitPattern: 0x8000_0000_0000_0001),

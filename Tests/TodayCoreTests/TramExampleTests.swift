@@ -39,6 +39,20 @@ import TodayProtocol
             ["timeout", "-s", "KILL", "15", "gdbus", "monitor", "--address", daemon.address, "--dest", Today.busName.rawValue,
              "--object-path", Today.widgetPath(Self.widget).rawValue], timeout: 30)
 
+        // And `todayctl watch`, whose line for a switch must not carry a
+        // time before the entry's date.
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: Paths.todayctl)
+        watch.arguments = ["watch"]
+        watch.environment = environment.merging(["TZ": "UTC"]) { $1 }
+        let watched = Pipe()
+        watch.standardOutput = watched
+        try watch.run()
+        defer {
+            kill(watch.processIdentifier, SIGKILL)
+            watch.waitUntilExit()
+        }
+
         // Each edit asks for a new timeline (ReloadAllTimelines): one
         // update each, as the edits come one after the other.
         for (count, (seconds, line, destination)) in [("8", "4", "Central"), ("11", "11", "Harbour")].enumerated() {
@@ -73,6 +87,15 @@ import TodayProtocol
         #expect(url == "tram://")
         let list = try await run(env + [tram, "list"])
         #expect(list.output.split(separator: "\n").count == 2, "\(list.output)")
+        // "HH:MM:SS org.example.Tram.Departures: CurrentEntryDate=YYYY-MM-DDTHH:MM:SSZ … Snapshot=…"
+        let lines = try await read(watched, until: { $0.contains("No more trams") && $0.hasSuffix("\n") })
+            .split(separator: "\n").filter { $0.contains("CurrentEntryDate=") && !$0.contains("LastUpdated=") }
+        #expect(lines.count >= 2, "the two switches: \(lines)")
+        for line in lines {
+            let printed = line.prefix(8)
+            let entry = line.split(separator: " ").first { $0.hasPrefix("CurrentEntryDate=") }?.split(separator: "T").last?.prefix(8)
+            #expect(entry.map { printed >= $0 } == true, "a switch printed before its entry's date: \(line)")
+        }
         let monitored = try await monitor.output.split(separator: "\n").filter { $0.contains("PropertiesChanged") }
         #expect(monitored.contains { $0.contains("'Snapshot': <{") && $0.contains("'Line 11 to Harbour'") }, "\(monitored)")
         #expect(monitored.contains { $0.contains("'No more trams'") && !$0.contains("LastUpdated") }, "switched, not updated: \(monitored)")

@@ -93,11 +93,13 @@ public struct ExecProvider: Sendable {
     public let busAddress: String?
     public let environment: [String: String]
     public let limits: ProviderLimits
-    /// The argument list and environment as execve takes them, made
-    /// once: a widget's provider is kept from run to run.
-    let launch: (arguments: CStrings, environment: CStrings)
-    /// The environment it runs with, for the launch of an action.
-    let variables: [String: String]
+    /// The argument list and environment as execve takes them, made once
+    /// (a widget's provider is kept from run to run) and joined at each
+    /// start: what providers share, made once for all of them, then this
+    /// provider's own part.
+    let launch: (arguments: [CStrings], environment: [CStrings])
+    /// The variables this provider is given on top of the session's.
+    let ownVariables: [(name: String, value: String)]
     /// The sandbox it runs in; nil: unconfined.
     public let sandbox: SandboxPlan?
 
@@ -114,14 +116,14 @@ public struct ExecProvider: Sendable {
         self.limits = limits
         self.sandbox = sandbox
         // What the provider sees: the session's environment, ours on top.
-        var variables = environment
-        variables["TODAY_WIDGET_ID"] = widgetID
-        variables["TODAY_CONTAINER"] = container
-        variables["TODAY_GROUP_CONTAINERS"] = groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")
-        if let busAddress { variables["DBUS_SESSION_BUS_ADDRESS"] = busAddress }
-        if sandbox != nil { variables["HOME"] = container }
-        self.variables = variables
-        launch = (CStrings(Self.commandLine(executable, ["perform-update"], sandbox)), CStrings(variables.map { "\($0.key)=\($0.value)" }))
+        var own = [
+            ("TODAY_WIDGET_ID", widgetID), ("TODAY_CONTAINER", container),
+            ("TODAY_GROUP_CONTAINERS", groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")),
+        ]
+        if let busAddress { own.append(("DBUS_SESSION_BUS_ADDRESS", busAddress)) }
+        if sandbox != nil { own.append(("HOME", container)) }
+        ownVariables = own.map { (name: $0.0, value: $0.1) }
+        launch = (Self.launchArguments(executable, ["perform-update"], sandbox), Self.launchEnvironment(environment, ownVariables))
     }
 
     /// The program started: bwrap, when the provider runs sandboxed.
@@ -133,17 +135,35 @@ public struct ExecProvider: Sendable {
         return [sandbox.bwrap] + sandbox.arguments(command: [executable] + arguments)
     }
 
+    /// The command line as launches hold it: a sandbox's system folders
+    /// shared, the rest the provider's own.
+    static func launchArguments(_ executable: String, _ arguments: [String], _ sandbox: SandboxPlan?) -> [CStrings] {
+        guard let sandbox else { return [CStrings([executable] + arguments)] }
+        return [
+            SharedCStrings.shared.strings([sandbox.bwrap] + sandbox.systemArguments()),
+            CStrings(sandbox.ownArguments(command: [executable] + arguments)),
+        ]
+    }
+
+    /// The session's environment less the names the provider gets its own
+    /// value of, shared; then those.
+    static func launchEnvironment(_ session: [String: String], _ own: [(name: String, value: String)]) -> [CStrings] {
+        let replaced = Set(own.map(\.name))
+        let shared = session.filter { !replaced.contains($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
+        return [SharedCStrings.shared.strings(shared), CStrings(own.map { "\($0.name)=\($0.value)" })]
+    }
+
     /// What `perform-update` runs, for people to read (`run-provider --verbose`).
     public var updateCommandLine: [String] { Self.commandLine(executable, ["perform-update"], sandbox) }
 
     /// What a provider pressed for an action runs with (SPEC section 10):
     /// `perform-action <id>`, TODAY_ACTION_ID and, for a toggle,
     /// TODAY_ACTION_STATE, the state asked for.
-    func actionLaunch(_ action: ProviderAction) -> (arguments: CStrings, environment: CStrings) {
-        var variables = variables
-        variables["TODAY_ACTION_ID"] = action.id
-        if let state = action.state { variables["TODAY_ACTION_STATE"] = state ? "true" : "false" }
-        return (CStrings(Self.commandLine(executable, ["perform-action", action.id], sandbox)), CStrings(variables.map { "\($0.key)=\($0.value)" }))
+    func actionLaunch(_ action: ProviderAction) -> (arguments: [CStrings], environment: [CStrings]) {
+        var own = ownVariables
+        own.append((name: "TODAY_ACTION_ID", value: action.id))
+        if let state = action.state { own.append((name: "TODAY_ACTION_STATE", value: state ? "true" : "false")) }
+        return (Self.launchArguments(executable, ["perform-action", action.id], sandbox), Self.launchEnvironment(environment, own))
     }
 
     /// Runs the provider on a thread of its own and returns what it gave.
@@ -178,7 +198,9 @@ public struct ExecProvider: Sendable {
         running.starting()
         do {
             let launch = action.map(actionLaunch) ?? launch
-            child = try SpawnedProcess(program, arguments: launch.arguments, directory: container, environment: launch.environment)
+            child = try SpawnedProcess(
+                program, arguments: CStrings(joining: launch.arguments), directory: container,
+                environment: CStrings(joining: launch.environment))
             child.confined = sandbox != nil
         } catch {
             running.started(nil, widgetID)

@@ -76,9 +76,14 @@ public struct SandboxPlan: Sendable, Equatable {
     /// bwrap's arguments, then `command`; `exists` answers for the paths
     /// that are bound only where they are (the host's layout varies).
     public func arguments(command: [String], exists: (String) -> Bool = Self.exists, symlink: (String) -> String? = Self.symlink) -> [String] {
+        systemArguments(exists: exists, symlink: symlink) + ownArguments(command: command)
+    }
+
+    /// The first part of `arguments`, the same for every provider with the
+    /// same network: namespaces, the system's folders, /tmp, /dev, /proc.
+    func systemArguments(exists: (String) -> Bool = Self.exists, symlink: (String) -> String? = Self.symlink) -> [String] {
         var args = ["--die-with-parent", "--new-session", "--unshare-all"]
-        let socket = busSocket
-        if network || socket.abstract { args.append("--share-net") }
+        if network || busSocket.abstract { args.append("--share-net") }
         args += ["--ro-bind", "/usr", "/usr"]
         // Merged /usr (links) or not (folders).
         for top in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] {
@@ -90,7 +95,14 @@ public struct SandboxPlan: Sendable, Equatable {
         }
         for path in Self.etc where exists(path) { args += ["--ro-bind", path, path] }
         // The private /tmp first: what is bound below may lie in the host's.
-        args += ["--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc"]
+        return args + ["--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc"]
+    }
+
+    /// The rest of `arguments`: this provider's libraries, bundle,
+    /// containers and bus socket, then its command.
+    func ownArguments(command: [String]) -> [String] {
+        var args: [String] = []
+        let socket = busSocket
         for folder in libraryFolders where !folder.hasPrefix("/usr/") { args += ["--ro-bind", folder, folder] }
         args += ["--ro-bind", appFolder, appFolder]
         args += ["--bind", container, container]

@@ -1,6 +1,7 @@
 import CSystem
 import FoundationEssentials
 import Glibc
+import Synchronization
 import Posix
 import TodayProtocol
 
@@ -295,10 +296,43 @@ struct SpawnedProcess {
 /// execve takes its argument list and environment.
 final class CStrings: @unchecked Sendable {
     // @unchecked: the copies are made in init, only read after, and freed
-    // in deinit.
+    // in deinit by the list that made them.
     let pointers: [UnsafeMutablePointer<CChar>?]
+    /// The lists whose copies `pointers` holds, kept as long as this one;
+    /// empty where this list made its own.
+    private let parts: [CStrings]
 
-    init(_ strings: [String]) { pointers = strings.map { strdup($0) } + [nil] }
+    init(_ strings: [String]) {
+        pointers = strings.map { strdup($0) } + [nil]
+        parts = []
+    }
 
-    deinit { pointers.forEach { free($0) } }
+    /// The strings of `parts`, one after the other, without copying them:
+    /// how a launch joins what every provider shares with its own part.
+    init(joining parts: [CStrings]) {
+        pointers = parts.flatMap { $0.pointers.dropLast() } + [nil]
+        self.parts = parts
+    }
+
+    deinit { if parts.isEmpty { pointers.forEach { free($0) } } }
+}
+
+/// Lists of C strings that many providers' launches have in common, made
+/// once: the session's environment, less the variables a provider gets its
+/// own value of, and a sandbox's system folders. A thousand widgets would
+/// otherwise hold a thousand copies. Few distinct lists ever come (one per
+/// set of replaced names, one per kind of sandbox), so they are kept for
+/// the life of the process.
+final class SharedCStrings: Sendable {
+    static let shared = SharedCStrings()
+    private let lists = Mutex<[[String]: CStrings]>([:])
+
+    func strings(_ list: [String]) -> CStrings {
+        lists.withLock { lists in
+            if let known = lists[list] { return known }
+            let made = CStrings(list)
+            lists[list] = made
+            return made
+        }
+    }
 }

@@ -32,14 +32,21 @@ public struct Timeline: Sendable, Equatable {
         public var relevance: Double
         private var content: Content
 
-        /// An entry still to come keeps its snapshot encoded (a binary
-        /// property list, in one buffer with the other entries of its
-        /// timeline, of which it holds a slice) until its date comes: a
-        /// thousand widgets of a hundred entries each hold mostly entries
-        /// nobody reads yet.
+        /// An entry still to come keeps its snapshot encoded until its date
+        /// comes: the snapshots of a timeline's upcoming entries are one
+        /// binary property list, an array whose keys and repeated strings
+        /// are stored once, and an entry holds its place in it. A thousand
+        /// widgets of a hundred entries each hold mostly entries nobody
+        /// reads yet.
         private enum Content: Sendable {
             case values(PlistDictionary)
-            case encoded(Data)
+            case encoded(EncodedSnapshots, index: Int)
+        }
+
+        /// The encoded snapshots one timeline's entries share.
+        final class EncodedSnapshots: Sendable {
+            let data: Data
+            init(_ data: Data) { self.data = data }
         }
 
         public init(date: Date, snapshot: PlistDictionary, relevance: Double = 0) {
@@ -54,30 +61,29 @@ public struct Timeline: Sendable, Equatable {
                 case .values(let snapshot): snapshot
                 // Encoded here from values, so it reads back; an empty
                 // snapshot is the answer to the impossible.
-                case .encoded(let data): (try? Plist.read(Data(data)).dictionary) ?? [:]
+                case .encoded(let snapshots, let index): (try? Plist.readElement(index, ofBinaryArray: snapshots.data).dictionary) ?? [:]
                 }
             }
             set { content = .values(newValue) }
         }
 
-        /// `entries` with their snapshots encoded into one buffer, each
-        /// holding its slice; an entry whose snapshot cannot be encoded
-        /// stays as it is.
+        /// `entries` with the snapshots they hold as values encoded
+        /// together; where they cannot be encoded, they stay as they are.
         static func encoded(_ entries: [Entry]) -> [Entry] {
-            var buffer = Data()
-            var ranges: [Range<Int>?] = []
+            var snapshots: [PlistValue] = []
+            snapshots.reserveCapacity(entries.count)
             for entry in entries {
-                guard case .values(let snapshot) = entry.content, let data = try? Plist.write(.dictionary(snapshot), format: .binary) else {
-                    ranges.append(nil)
-                    continue
-                }
-                ranges.append(buffer.count..<buffer.count + data.count)
-                buffer.append(data)
+                if case .values(let snapshot) = entry.content { snapshots.append(.dictionary(snapshot)) }
             }
-            return zip(entries, ranges).map { entry, range in
-                guard let range else { return entry }
+            guard !snapshots.isEmpty, let data = try? Plist.write(.array(snapshots), format: .binary) else { return entries }
+            // A buffer of exactly its size, not one that grew while written.
+            let shared = EncodedSnapshots(data.withUnsafeBytes { Data($0) })
+            var index = 0
+            return entries.map { entry in
+                guard case .values = entry.content else { return entry }
                 var compact = entry
-                compact.content = .encoded(buffer[range])
+                compact.content = .encoded(shared, index: index)
+                index += 1
                 return compact
             }
         }
@@ -92,7 +98,7 @@ public struct Timeline: Sendable, Equatable {
 
         public static func == (a: Entry, b: Entry) -> Bool {
             guard a.date == b.date, a.relevance == b.relevance else { return false }
-            if case .encoded(let x) = a.content, case .encoded(let y) = b.content, x == y { return true }
+            if case .encoded(let x, let i) = a.content, case .encoded(let y, let j) = b.content, x === y, i == j { return true }
             return a.snapshot == b.snapshot
         }
     }
