@@ -299,4 +299,31 @@ import TodayProtocol
             #expect(!shot.errors.contains("CRITICAL") && !shot.errors.contains("Gtk-WARNING"), "\(shot.errors)")
         }
     }
+    /// An open window follows a timeline: the entry whose date comes
+    /// replaces the card's content, with no provider run between.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func theViewFollowsATimeline() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Dated", widgets: [
+            .init(name: "Departures", script: #"now=$(date +%s); printf '{"result": "new-data", "policy": "never", "timeline": [{"date": %d, "snapshot": {"title": "Line 4 leaves soon"}}, {"date": %d, "snapshot": {"title": "No more trams"}}]}' "$now" "$((now + 8))""#)
+        ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.center("UpdateAll")
+        let widget = "org.example.Dated.Departures"
+        let updated = try await client.property(widget, "LastUpdated")
+
+        // One window open across the switch, and one drawn at once, before it.
+        async let later = Self.render(daemon.address, delay: 11)
+        let before = try await Self.render(daemon.address)
+        #expect(before.texts.contains("Line 4 leaves soon"), "\(before.texts)")
+        let shot = try await later
+        #expect(shot.status == 0)
+        #expect(shot.texts.contains("No more trams") && !shot.texts.contains("Line 4 leaves soon"), "\(shot.texts)")
+        #expect(try await client.property(widget, "LastUpdated") == updated, "no provider ran")
+        #expect(try await client.property(widget, "NextEntryDate") == .uint64(0))
+    }
 }
