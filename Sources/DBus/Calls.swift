@@ -48,6 +48,25 @@ extension Connection {
         return reply
     }
 
+    /// Calls a method declared with Swift types, by the declaration's name
+    /// and with arguments of its types.
+    @discardableResult
+    public func call<each Input: DBusArgument>(
+        _ destination: BusName?, path: ObjectPath, interface: InterfaceName?, _ method: MethodDeclaration<repeat each Input>,
+        _ inputs: repeat each Input, timeout: Duration = .seconds(25)
+    ) async throws -> Message {
+        try await call(destination, path: path, interface: interface, member: method.method.name, method.values(repeat each inputs), timeout: timeout)
+    }
+
+    /// `call` of a declared method, waiting on this thread.
+    @discardableResult
+    public func callBlocking<each Input: DBusArgument>(
+        _ destination: BusName?, path: ObjectPath, interface: InterfaceName?, _ method: MethodDeclaration<repeat each Input>,
+        _ inputs: repeat each Input, timeout: Duration = .seconds(25)
+    ) throws -> Message {
+        try callBlocking(destination, path: path, interface: interface, member: method.method.name, method.values(repeat each inputs), timeout: timeout)
+    }
+
     /// Calls a method on the bus itself (`org.freedesktop.DBus`).
     @discardableResult
     public func callBus(_ member: MemberName, _ arguments: [Value] = []) async throws -> Message {

@@ -176,7 +176,7 @@ public final class ExportedInterface: Sendable {
         }
         guard let (connection, path) = target, !(changed.isEmpty && invalidated.isEmpty) else { return }
         try? connection.emit(
-            path: path, interface: .properties, member: MemberName("PropertiesChanged"),
+            path: path, interface: .properties, member: .propertiesChanged,
             [.string(interface.name.rawValue), .vardict(changed), .strings(invalidated)])
     }
 
@@ -184,6 +184,11 @@ public final class ExportedInterface: Sendable {
 
     /// Emits one of the interface's signals from its object, to everyone or
     /// only to `destination`.
+    /// Emits `signal` of this interface from its object.
+    public func emit(_ signal: Signal, _ arguments: [Value], to destination: BusName? = nil) throws {
+        try emit(signal.name.rawValue, arguments, to: destination)
+    }
+
     public func emit(_ name: String, _ arguments: [Value], to destination: BusName? = nil) throws {
         guard let signal = interface.signal(named: name) else {
             preconditionFailure("\(interface.name) has no signal \(name)")

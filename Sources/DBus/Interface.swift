@@ -105,7 +105,7 @@ public struct Property: Sendable {
 
 extension Interface {
     public static let introspectable = Interface(
-        .introspectable, methods: [Method(MemberName("Introspect"), out: [Argument("xml_data", "s")])])
+        .introspectable, methods: [Method(.introspect, out: [Argument("xml_data", "s")])])
 
     public static let peer = Interface(
         .peer,
@@ -118,10 +118,10 @@ extension Interface {
         .properties,
         methods: [
             Method(
-                MemberName("Get"), in: [Argument("interface_name", "s"), Argument("property_name", "s")],
+                .get, in: [Argument("interface_name", "s"), Argument("property_name", "s")],
                 out: [Argument("value", "v")]),
             Method(
-                MemberName("GetAll"), in: [Argument("interface_name", "s")],
+                .getAll, in: [Argument("interface_name", "s")],
                 out: [Argument("properties", "a{sv}")]),
             Method(
                 MemberName("Set"),
@@ -129,7 +129,7 @@ extension Interface {
         ],
         signals: [
             Signal(
-                MemberName("PropertiesChanged"),
+                .propertiesChanged,
                 [
                     Argument("interface_name", "s"), Argument("changed_properties", "a{sv}"),
                     Argument("invalidated_properties", "as"),
@@ -139,13 +139,13 @@ extension Interface {
     public static let objectManager = Interface(
         .objectManager,
         methods: [
-            Method(MemberName("GetManagedObjects"), out: [Argument("objects", "a{oa{sa{sv}}}")])
+            Method(.getManagedObjects, out: [Argument("objects", "a{oa{sa{sv}}}")])
         ],
         signals: [
             Signal(
-                MemberName("InterfacesAdded"),
+                .interfacesAdded,
                 [Argument("object_path", "o"), Argument("interfaces_and_properties", "a{sa{sv}}")]),
-            Signal(MemberName("InterfacesRemoved"), [Argument("object_path", "o"), Argument("interfaces", "as")]),
+            Signal(.interfacesRemoved, [Argument("object_path", "o"), Argument("interfaces", "as")]),
         ])
 }
 

@@ -8,6 +8,8 @@ public protocol DBusArgument: Sendable {
     /// when it is but breaks the type's own rules (an id, say), with an
     /// error that says what was wrong.
     init(dbusValue value: Value) throws
+    /// The value as it goes on the wire: how a client passes this type.
+    var dbusValue: Value { get }
 }
 
 extension DBusArgument {
@@ -19,6 +21,7 @@ extension DBusArgument {
 
 extension String: DBusArgument {
     public static var dbusType: DBusType { .string }
+    public var dbusValue: Value { .string(self) }
     public init(dbusValue value: Value) throws {
         guard case .string(let text) = value else { throw Self.mismatch(value) }
         self = text
@@ -27,6 +30,7 @@ extension String: DBusArgument {
 
 extension Bool: DBusArgument {
     public static var dbusType: DBusType { .boolean }
+    public var dbusValue: Value { .boolean(self) }
     public init(dbusValue value: Value) throws {
         guard case .boolean(let flag) = value else { throw Self.mismatch(value) }
         self = flag
@@ -36,6 +40,7 @@ extension Bool: DBusArgument {
 /// An `as`.
 extension Array: DBusArgument where Element == String {
     public static var dbusType: DBusType { .array(.string) }
+    public var dbusValue: Value { .array(.string, map { .string($0) }) }
     public init(dbusValue value: Value) throws {
         guard case .array(.string, let elements) = value else { throw Self.mismatch(value) }
         self = elements.compactMap { if case .string(let text) = $0 { text } else { nil } }
@@ -46,9 +51,23 @@ extension Array: DBusArgument where Element == String {
 public struct Variant: DBusArgument, Hashable {
     public let value: Value
     public static var dbusType: DBusType { .variant }
+    public var dbusValue: Value { .variant(value) }
+    public init(_ value: Value) { self.value = value }
     public init(dbusValue value: Value) throws {
         guard case .variant(let inner) = value else { throw Self.mismatch(value) }
         self.value = inner
+    }
+}
+
+/// An `av`: the values inside.
+public struct VariantArray: DBusArgument, Hashable {
+    public let values: [Value]
+    public static var dbusType: DBusType { .array(.variant) }
+    public var dbusValue: Value { .array(.variant, values.map { .variant($0) }) }
+    public init(_ values: [Value]) { self.values = values }
+    public init(dbusValue value: Value) throws {
+        guard case .array(.variant, let elements) = value else { throw Self.mismatch(value) }
+        values = elements.map(\.unwrapped)
     }
 }
 
@@ -57,6 +76,13 @@ public struct VariantDictionary: DBusArgument, Hashable {
     /// The dictionary as it came, for code that maps it further.
     public let value: Value
     public static var dbusType: DBusType { .dictionary(key: .string, value: .variant) }
+    public var dbusValue: Value { value }
+    public init(_ entries: [(String, Value)]) { value = .vardict(entries) }
+    /// `value` where it is an `a{sv}`.
+    public init?(_ value: Value) {
+        guard value.type == Self.dbusType else { return nil }
+        self.value = value
+    }
     public init(dbusValue value: Value) throws {
         guard value.type == Self.dbusType else { throw Self.mismatch(value) }
         self.value = value
@@ -80,6 +106,13 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
         var arguments: [Argument] = []
         for input in repeat each inputs { arguments.append(Argument(input.0, input.1.dbusType)) }
         method = Method(name, in: arguments, out: outputs, doc: doc)
+    }
+
+    /// The arguments of a call to this method, as a client sends them.
+    public func values(_ inputs: repeat each Input) -> [Value] {
+        var values: [Value] = []
+        for input in repeat each inputs { values.append(input.dbusValue) }
+        return values
     }
 
     /// Binds a handler that runs in a task of its own.

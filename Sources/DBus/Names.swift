@@ -147,6 +147,19 @@ public struct MemberName: RawRepresentable, Hashable, Sendable, CustomStringConv
     public var description: String { rawValue }
 }
 
+/// The members of the freedesktop interfaces that clients name.
+extension MemberName {
+    public static let get = MemberName("Get")
+    public static let getAll = MemberName("GetAll")
+    public static let propertiesChanged = MemberName("PropertiesChanged")
+    public static let interfacesAdded = MemberName("InterfacesAdded")
+    public static let interfacesRemoved = MemberName("InterfacesRemoved")
+    public static let getManagedObjects = MemberName("GetManagedObjects")
+    public static let nameOwnerChanged = MemberName("NameOwnerChanged")
+    public static let getNameOwner = MemberName("GetNameOwner")
+    public static let introspect = MemberName("Introspect")
+}
+
 /// An error name such as `org.freedesktop.DBus.Error.InvalidArgs`.
 public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String

@@ -52,7 +52,7 @@ public final class ObjectServer: Sendable {
             interfaces.map { DictionaryEntry(.string($0.interface.name.rawValue), .vardict($0.publicProperties)) })
         for manager in managers {
             try? connection.emit(
-                path: manager, interface: .objectManager, member: MemberName("InterfacesAdded"),
+                path: manager, interface: .objectManager, member: .interfacesAdded,
                 [.objectPath(path), added])
         }
     }
@@ -69,7 +69,7 @@ public final class ObjectServer: Sendable {
         guard let connection, !removed.isEmpty else { return }
         for manager in managers {
             try? connection.emit(
-                path: manager, interface: .objectManager, member: MemberName("InterfacesRemoved"),
+                path: manager, interface: .objectManager, member: .interfacesRemoved,
                 [.objectPath(path), .strings(removed.map(\.interface.name.rawValue))])
         }
     }

@@ -12,7 +12,7 @@ public final class ExtensionContext: Sendable {
     @discardableResult
     public func open(_ url: URL) -> Bool {
         do {
-            try TodayBus.shared.center("OpenURL", [.string(url.absoluteString), .vardict([])], registered: false)
+            try TodayBus.shared.center(Today.Center.openURL, url.absoluteString, VariantDictionary([]), registered: false)
             return true
         } catch {
             report("open(\(url.absoluteString))", error)
@@ -77,19 +77,20 @@ public final class TodayApplication: Sendable {
             path,
             [
                 ExportedInterface(
-                    Self.applicationInterface,
-                    methods: [
-                        "Open": { [self] call in
-                            for case .string(let text) in call.arguments[0].elements ?? [] {
+                    Today.application,
+                    bindings: [
+                        Today.Application.open.task { [self] _, uris, _ in
+                            for text in uris {
                                 if let url = URL(string: text) { deliver(url) }
                             }
                             return []
                         },
-                        "Activate": { [self] _ in
+                        Today.Application.activate.task { [self] _, _ in
                             activate()
                             return []
                         },
-                        "ActivateAction": { _ in [] },
+                        // The app has no actions of its own.
+                        Today.Application.activateAction.task { _, _, _, _ in [] },
                     ])
             ])
         await withCheckedContinuation { continuation in stopped.withLock { $0 = continuation } }
@@ -102,14 +103,4 @@ public final class TodayApplication: Sendable {
             continuation = nil
         }
     }
-
-    static let applicationInterface = Interface(
-        InterfaceName("org.freedesktop.Application"),
-        methods: [
-            Method(MemberName("Activate"), in: [Argument("platform_data", "a{sv}")]),
-            Method(MemberName("Open"), in: [Argument("uris", "as"), Argument("platform_data", "a{sv}")]),
-            Method(
-                MemberName("ActivateAction"),
-                in: [Argument("action_name", "s"), Argument("parameter", "av"), Argument("platform_data", "a{sv}")]),
-        ])
 }

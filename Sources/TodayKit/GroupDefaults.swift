@@ -22,10 +22,8 @@ public final class GroupDefaults: Sendable {
     }
 
     @discardableResult
-    private func call(_ member: String, _ arguments: [Value]) throws -> Message {
-        try TodayBus.shared.registeredConnection().callBlocking(
-            Today.busName, path: path, interface: Today.group.name, member: MemberName(rawValue: member) ?? MemberName("Get"),
-            arguments)
+    private func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) throws -> Message {
+        try TodayBus.shared.registeredConnection().callBlocking(Today.busName, path: path, interface: Today.group.name, method, repeat each inputs)
     }
 
     // MARK: Writing
@@ -39,7 +37,7 @@ public final class GroupDefaults: Sendable {
             return
         }
         do {
-            try call("Set", [.string(key), .variant(ValueMapping.dbus(plist, typedArrays: false))])
+            try call(Today.Group.set, key, Variant(ValueMapping.dbus(plist, typedArrays: false)))
         } catch {
             report("set(_:forKey: \(key))", error)
         }
@@ -47,7 +45,7 @@ public final class GroupDefaults: Sendable {
 
     public func removeObject(forKey key: String) {
         do {
-            try call("Remove", [.string(key)])
+            try call(Today.Group.remove, key)
         } catch {
             report("removeObject(forKey: \(key))", error)
         }
@@ -63,7 +61,7 @@ public final class GroupDefaults: Sendable {
     /// Date, [Any], [String: Any]), or nil.
     public func object(forKey key: String) -> Any? {
         do {
-            let reply = try call("Get", [.string(key)])
+            let reply = try call(Today.Group.get, key)
             guard let value = reply.body.first else { return nil }
             return Self.swiftValue(try ValueMapping.plist(value))
         } catch let error as DBusError where error.name.rawValue.hasSuffix(".NoSuchKey") {
@@ -95,7 +93,7 @@ public final class GroupDefaults: Sendable {
     /// Every key and value.
     public func dictionaryRepresentation() -> [String: Any] {
         do {
-            let reply = try call("GetAll", [])
+            let reply = try call(Today.Group.getAll)
             guard let value = reply.body.first else { return [:] }
             return (Self.swiftValue(try ValueMapping.plist(value)) as? [String: Any]) ?? [:]
         } catch {
@@ -164,7 +162,8 @@ extension FileManager {
             if parts.count == 2, parts[0] == groupIdentifier { return URL(fileURLWithPath: String(parts[1]), isDirectory: true) }
         }
         do {
-            let reply = try TodayBus.shared.center("ContainerPathForGroup", [.string(groupIdentifier)])
+            guard let group = GroupID(rawValue: groupIdentifier) else { throw TodayKitError.service(GroupID.problem(groupIdentifier)) }
+            let reply = try TodayBus.shared.center(Today.Center.containerPathForGroup, group)
             return reply.body.first?.string.map { URL(fileURLWithPath: $0, isDirectory: true) }
         } catch {
             report("containerURL(forSecurityApplicationGroupIdentifier: \(groupIdentifier))", error)

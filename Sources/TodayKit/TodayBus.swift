@@ -34,8 +34,7 @@ final class TodayBus: Sendable {
             guard let id = TodayBundle.main.bundleIdentifier else { throw TodayKitError.unknownBundle }
             do {
                 try connection.callBlocking(
-                    Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName("RegisterApp"),
-                    [.string(id)])
+                    Today.busName, path: Today.managerPath, interface: Today.center.name, Today.Center.registerApp, try Self.bundleID(id))
             } catch let error as DBusError where error.name.rawValue.hasSuffix(".AlreadyRegistered") {
                 // A provider todayd started is known by its process already.
             }
@@ -44,12 +43,20 @@ final class TodayBus: Sendable {
         return connection
     }
 
+    /// `text` as a bundle id, or the error that says why it is not one.
+    static func bundleID(_ text: String) throws -> BundleID {
+        guard let id = BundleID(rawValue: text) else { throw TodayKitError.service(BundleID.problem(text)) }
+        return id
+    }
+
+    /// Calls a method of the manager object's Center interface, as this
+    /// bundle (`registered`) or as any caller.
     @discardableResult
-    func center(_ member: String, _ arguments: [Value], registered: Bool = true) throws -> Message {
+    func center<each Input: DBusArgument>(
+        _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, registered: Bool = true
+    ) throws -> Message {
         let connection = registered ? try registeredConnection() : try connection()
-        return try connection.callBlocking(
-            Today.busName, path: Today.managerPath, interface: Today.center.name,
-            member: MemberName(rawValue: member) ?? MemberName("Version"), arguments)
+        return try connection.callBlocking(Today.busName, path: Today.managerPath, interface: Today.center.name, method, repeat each inputs)
     }
 }
 

@@ -17,7 +17,7 @@ public final class WidgetController: Sendable {
     @discardableResult
     public func setHasContent(_ hasContent: Bool, forWidgetWithBundleIdentifier bundleIdentifier: String) -> Bool {
         do {
-            try TodayBus.shared.center("SetHasContent", [.boolean(hasContent), .string(bundleIdentifier)])
+            try TodayBus.shared.center(Today.Center.setHasContent, hasContent, try TodayBus.bundleID(bundleIdentifier))
             return true
         } catch {
             report("setHasContent(\(hasContent), forWidgetWithBundleIdentifier: \(bundleIdentifier))", error)

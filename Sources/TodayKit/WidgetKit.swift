@@ -162,7 +162,7 @@ public final class WidgetCenter: Sendable {
     /// todayd refused.
     public func reloadTimelines(ofKind kind: String) {
         do {
-            try TodayBus.shared.center("ReloadTimelines", [.string(kind)])
+            try TodayBus.shared.center(Today.Center.reloadTimelines, try TodayBus.bundleID(kind))
         } catch {
             report("reloadTimelines(ofKind: \(kind))", error)
         }
@@ -171,7 +171,7 @@ public final class WidgetCenter: Sendable {
     /// Updates every widget of the calling app.
     public func reloadAllTimelines() {
         do {
-            try TodayBus.shared.center("ReloadAllTimelines", [])
+            try TodayBus.shared.center(Today.Center.reloadAllTimelines)
         } catch {
             report("reloadAllTimelines()", error)
         }

@@ -17,6 +17,7 @@ extension CheckedIdentifier {
     }
 
     public static var dbusType: DBusType { .string }
+    public var dbusValue: Value { .string(rawValue) }
     public var description: String { rawValue }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

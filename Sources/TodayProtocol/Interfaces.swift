@@ -192,21 +192,41 @@ public enum Today {
 
     public static let provider = Interface(
         InterfaceName("io.github.todayd.Today1.Provider"),
-        methods: [
-            Method(
-                MemberName("PerformUpdate"), in: [Argument("previous_snapshot", "a{sv}")],
-                out: [Argument("result", "s"), Argument("snapshot", "a{sv}")]),
-            Method(
-                MemberName("GetTimeline"), in: [Argument("previous_snapshot", "a{sv}")],
-                out: [Argument("result", "s"), Argument("entries", "aa{sv}"), Argument("policy", "a{sv}")],
-                doc: "Called instead of PerformUpdate when the widget sets TodayTimeline."),
-            Method(
-                MemberName("PerformAction"),
-                in: [Argument("action_id", "s"), Argument("arguments", "a{sv}"), Argument("previous_snapshot", "a{sv}")],
-                out: [Argument("result", "s"), Argument("snapshot", "a{sv}")],
-                doc: "An action of the snapshot; arguments has state (b) for a toggle: the state asked for."),
-        ],
+        methods: [Provider.performUpdate, Provider.getTimeline, Provider.performAction],
         doc: "io.github.todayd.Today1.Provider: served by D-Bus widget providers at /io/github/todayd/Today1/Provider.")
+
+    /// The members of `provider`, which todayd calls.
+    public enum Provider {
+        public static let performUpdate = MethodDeclaration(
+            MemberName("PerformUpdate"), in: ("previous_snapshot", VariantDictionary.self),
+            out: [Argument("result", "s"), Argument("snapshot", "a{sv}")])
+        public static let getTimeline = MethodDeclaration(
+            MemberName("GetTimeline"), in: ("previous_snapshot", VariantDictionary.self),
+            out: [Argument("result", "s"), Argument("entries", "aa{sv}"), Argument("policy", "a{sv}")],
+            doc: "Called instead of PerformUpdate when the widget sets TodayTimeline.")
+        public static let performAction = MethodDeclaration(
+            MemberName("PerformAction"),
+            in: ("action_id", String.self), ("arguments", VariantDictionary.self), ("previous_snapshot", VariantDictionary.self),
+            out: [Argument("result", "s"), Argument("snapshot", "a{sv}")],
+            doc: "An action of the snapshot; arguments has state (b) for a toggle: the state asked for.")
+    }
+
+    /// org.freedesktop.Application, of the Desktop Entry specification's
+    /// D-Bus activation: what a TodayKit app exports at its
+    /// `applicationPath`, and what todayd calls to hand it a URL (SPEC
+    /// section 6).
+    public static let application = Interface(
+        InterfaceName("org.freedesktop.Application"), methods: [Application.activate, Application.open, Application.activateAction])
+
+    /// The members of `application`.
+    public enum Application {
+        public static let activate = MethodDeclaration(MemberName("Activate"), in: ("platform_data", VariantDictionary.self))
+        public static let open = MethodDeclaration(
+            MemberName("Open"), in: ("uris", [String].self), ("platform_data", VariantDictionary.self))
+        public static let activateAction = MethodDeclaration(
+            MemberName("ActivateAction"),
+            in: ("action_name", String.self), ("parameter", VariantArray.self), ("platform_data", VariantDictionary.self))
+    }
 
     /// The installed interface file: every interface of SPEC section 2.
     public static var interfaceXML: String {

@@ -96,7 +96,7 @@ final class TodayView {
             guard let row else { return }
             let index = Int(gtk_list_box_row_get_index(row.assumingMemoryBound(to: GtkListBoxRow.self)))
             guard cards.indices.contains(index) else { return }
-            call(Today.widgetPath(cards[index].id), Today.widget.name, "Activate", [.vardict([])])
+            call(Today.widgetPath(cards[index].id), Today.widget.name, Today.Widget.activate, VariantDictionary([]))
         })
         gtk_scrolled_window_set_child(cast(scroller), list)
         append(column, scroller)
@@ -109,7 +109,7 @@ final class TodayView {
             { _, _, data in
                 guard let data else { return 0 }
                 let view = Unmanaged<TodayView>.fromOpaque(data).takeUnretainedValue()
-                MainActor.assumeIsolated { view.call(Today.managerPath, Today.center.name, "UpdateAll", []) }
+                MainActor.assumeIsolated { view.call(Today.managerPath, Today.center.name, Today.Center.updateAll) }
                 return 1
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
         gtk_shortcut_controller_add_shortcut(controller, gtk_shortcut_new(trigger, action))
@@ -139,7 +139,7 @@ final class TodayView {
         Task.detached { [self] in
             let changed: @Sendable (Message) -> Void = { [self] _ in self.refreshFromAnyThread() }
             for rule in [
-                MatchRule(interface: .properties, member: MemberName("PropertiesChanged")),
+                MatchRule(interface: .properties, member: .propertiesChanged),
                 MatchRule(interface: .objectManager),
             ] {
                 var bus = rule
@@ -148,7 +148,7 @@ final class TodayView {
                 _ = try? await connection.subscribe(rule, addToBus: false, handler: changed)
             }
             _ = try? await connection.subscribe(
-                MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue),
+                MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue),
                 handler: changed)
         }
     }
@@ -171,14 +171,14 @@ final class TodayView {
     nonisolated static func fetch(_ connection: Connection) async -> [TodayCard]? {
         do {
             let paths = try await connection.call(
-                Today.busName, path: Today.managerPath, interface: Today.center.name, member: MemberName("ListWidgets"), timeout: .seconds(25)
+                Today.busName, path: Today.managerPath, interface: Today.center.name, Today.Center.listWidgets, timeout: .seconds(25)
             ).body.first?.elements ?? []
             var cards: [TodayCard] = []
             for case .objectPath(let path) in paths {
                 let reply = try await connection.call(
-                    Today.busName, path: path, interface: .properties, member: MemberName("GetAll"), [.string(Today.widget.name.rawValue)])
+                    Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.widget.name.rawValue)])
                 let values = reply.body.first?.stringDictionary ?? [:]
-                cards.append(TodayCard(id: values["BundleIdentifier"]?.string ?? path.rawValue, properties: values))
+                cards.append(TodayCard(id: values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue, properties: values))
             }
             return cards
         } catch {
@@ -187,12 +187,15 @@ final class TodayView {
     }
 
     /// A call whose answer only matters through the signals that follow.
-    func call(_ path: ObjectPath, _ interface: InterfaceName, _ member: String, _ arguments: [Value], done: (@Sendable () -> Void)? = nil) {
+    func call<each Input: DBusArgument>(
+        _ path: ObjectPath, _ interface: InterfaceName, _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input,
+        done: (@Sendable () -> Void)? = nil
+    ) {
         let connection = connection
+        let member = method.method.name
+        let arguments = method.values(repeat each inputs)
         Task.detached {
-            _ = try? await connection.call(
-                Today.busName, path: path, interface: interface, member: MemberName(rawValue: member) ?? MemberName("Activate"), arguments,
-                timeout: .seconds(120))
+            _ = try? await connection.call(Today.busName, path: path, interface: interface, member: member, arguments, timeout: .seconds(120))
             if let done { onMainLoop(done) }
         }
     }
@@ -267,7 +270,7 @@ final class TodayView {
             gtk_widget_set_visible(spinner, 1)
             gtk_spinner_start(cast(spinner))
             let running = MainLoopWidget(widget: spinner)
-            call(Today.widgetPath(id), Today.widget.name, "PerformUpdate", []) {
+            call(Today.widgetPath(id), Today.widget.name, Today.Widget.performUpdate) {
                 gtk_spinner_stop(cast(running.widget))
                 gtk_widget_set_visible(running.widget, 0)
             }
@@ -291,9 +294,9 @@ final class TodayView {
             let text = item.title + (item.subtitle.map { " — \($0)" } ?? "")
             let row = button(text) { [self] in
                 if let action = item.action {
-                    call(Today.widgetPath(id), Today.widget.name, "PerformAction", [.string(action), .vardict([])])
+                    call(Today.widgetPath(id), Today.widget.name, Today.Widget.performAction, action, VariantDictionary([]))
                 } else if let url = item.url {
-                    call(Today.managerPath, Today.center.name, "OpenURL", [.string(url), .vardict([])])
+                    call(Today.managerPath, Today.center.name, Today.Center.openURL, url, VariantDictionary([]))
                 }
             }
             gtk_widget_add_css_class(row, "flat")
@@ -303,7 +306,7 @@ final class TodayView {
         if !card.actions.isEmpty {
             let bar = box(vertical: false, spacing: 6)
             for action in card.actions {
-                let press = { [self] in call(Today.widgetPath(id), Today.widget.name, "PerformAction", [.string(action.id), .vardict([])]) }
+                let press = { [self] in call(Today.widgetPath(id), Today.widget.name, Today.Widget.performAction, action.id, VariantDictionary([])) }
                 let control: Widget
                 if action.isToggle {
                     control = gtk_toggle_button_new()!

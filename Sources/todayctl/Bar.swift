@@ -57,11 +57,11 @@ func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
     let events = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     let connection = client.connection
     try await client.subscribeToTodayd([
-        MatchRule(interface: .properties, member: MemberName("PropertiesChanged")), MatchRule(interface: .objectManager),
+        MatchRule(interface: .properties, member: .propertiesChanged), MatchRule(interface: .objectManager),
     ]) { _ in events.continuation.yield() }
     _ = try await Client.attempt {
         try await connection.subscribe(
-            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue)
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue)
         ) { _ in events.continuation.yield() }
     }
     connection.onDisconnect { events.continuation.finish() }
@@ -113,18 +113,18 @@ private func readClicks(_ connection: Connection) throws {
                 Task {
                     let path = Today.widgetPath(id)
                     if button == 3, let snapshot = try? await connection.call(
-                        Today.busName, path: path, interface: .properties, member: MemberName("Get"),
-                        [.string(Today.widget.name.rawValue), .string("Snapshot")]).body.first?.unwrapped,
+                        Today.busName, path: path, interface: .properties, member: .get,
+                        [.string(Today.widget.name.rawValue), .string(Today.Widget.snapshot.name)]).body.first?.unwrapped,
                         let first = (try? ValueMapping.plist(snapshot))?["actions"]?.array?.first?["id"]?.string
                     {
                         _ = try? await connection.call(
-                            Today.busName, path: path, interface: Today.widget.name, member: MemberName("PerformAction"),
-                            [.string(first), .vardict([])], timeout: .seconds(120))
+                            Today.busName, path: path, interface: Today.widget.name, Today.Widget.performAction, first, VariantDictionary([]),
+                            timeout: .seconds(120))
                         return
                     }
                     _ = try? await connection.call(
-                        Today.busName, path: path, interface: Today.widget.name, member: MemberName("Activate"),
-                        [.vardict([("button", .int32(Int32(clamping: button)))])])
+                        Today.busName, path: path, interface: Today.widget.name, Today.Widget.activate,
+                        VariantDictionary([("button", .int32(Int32(clamping: button)))]))
                 }
             }
         }

@@ -31,25 +31,47 @@ struct Client {
         }
     }
 
+    /// Calls a method of the manager object's Center interface.
     @discardableResult
-    func center(_ member: String, _ arguments: [Value] = [], timeout: Duration = .seconds(120)) async throws -> Message {
-        try await Self.attempt {
+    func center<each Input: DBusArgument>(
+        _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, timeout: Duration = .seconds(120)
+    ) async throws -> Message {
+        let values = method.values(repeat each inputs)
+        return try await Self.attempt {
             try await connection.call(
-                Today.busName, path: Today.managerPath, interface: Today.center.name,
-                member: MemberName(rawValue: member) ?? MemberName("Version"), arguments, timeout: timeout)
+                Today.busName, path: Today.managerPath, interface: Today.center.name, member: method.method.name, values, timeout: timeout)
         }
     }
 
+    /// Calls a method of a widget's object.
+    @discardableResult
+    func widget<each Input: DBusArgument>(
+        _ id: BundleID, _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, timeout: Duration = .seconds(120)
+    ) async throws -> Message {
+        let values = method.values(repeat each inputs)
+        return try await Self.attempt {
+            try await connection.call(
+                Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: method.method.name, values, timeout: timeout)
+        }
+    }
+
+    /// A widget id from the command line.
+    static func widgetID(_ text: String) throws -> BundleID {
+        guard let id = BundleID(rawValue: text) else { throw Failure.usage("'\(text)' is not a widget id; `todayctl list` shows them") }
+        return id
+    }
+
     func register(as bundle: String) async throws {
-        try await center("RegisterApp", [.string(bundle)])
+        guard let id = BundleID(rawValue: bundle) else { throw Failure.usage(BundleID.problem(bundle)) }
+        try await center(Today.Center.registerApp, id)
     }
 
     /// Widget ids in the panel's order.
     func widgetIDs() async throws -> [String] {
-        let paths = try await center("ListWidgets").body.first?.elements ?? []
+        let paths = try await center(Today.Center.listWidgets).body.first?.elements ?? []
         var ids: [String] = []
         for case .objectPath(let path) in paths {
-            let id = try await properties(path)["BundleIdentifier"]?.string
+            let id = try await properties(path)[Today.Widget.bundleIdentifier.name]?.string
             ids.append(id ?? path.rawValue)
         }
         return ids
@@ -58,25 +80,27 @@ struct Client {
     func properties(_ path: ObjectPath) async throws -> [String: Value] {
         try await Self.attempt {
             let reply = try await connection.call(
-                Today.busName, path: path, interface: .properties, member: MemberName("GetAll"), [.string(Today.widget.name.rawValue)])
+                Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.widget.name.rawValue)])
             return reply.body.first?.stringDictionary ?? [:]
         }
     }
 
-    func card(_ id: String) async throws -> WidgetCard {
-        guard BundleCatalog.isValidBundleID(id) else { throw Failure.usage("'\(id)' is not a widget id; `todayctl list` shows them") }
+    func card(_ text: String) async throws -> WidgetCard {
+        let id = try Self.widgetID(text)
         let values: [String: Value]
         do {
             values = try await properties(Today.widgetPath(id))
         } catch let failure as Failure where failure.message.contains("no object") {
             throw Failure.refused("no widget '\(id)' is installed; `todayctl list` shows those that are")
         }
-        let snapshot = (try? values["Snapshot"].map(ValueMapping.plist)?.dictionary) ?? nil
+        typealias W = Today.Widget
+        let snapshot = (try? values[W.snapshot.name].map(ValueMapping.plist)?.dictionary) ?? nil
         return WidgetCard(
-            id: id, name: values["DisplayName"]?.string ?? id, hasContent: values["HasContent"]?.bool ?? true,
-            lastResult: values["LastResult"]?.string.flatMap(UpdateResult.init(rawValue:)), lastFailure: values["LastFailure"]?.string ?? "",
-            lastUpdated: values["LastUpdated"]?.uint64 ?? 0, preferredHeight: values["PreferredHeight"]?.double ?? 0,
-            snapshot: snapshot ?? [:], nextEntryDate: values["NextEntryDate"]?.uint64 ?? 0)
+            id: text, name: values[W.displayName.name]?.string ?? text, hasContent: values[W.hasContent.name]?.bool ?? true,
+            lastResult: values[W.lastResult.name]?.string.flatMap(UpdateResult.init(rawValue:)),
+            lastFailure: values[W.lastFailure.name]?.string ?? "", lastUpdated: values[W.lastUpdated.name]?.uint64 ?? 0,
+            preferredHeight: values[W.preferredHeight.name]?.double ?? 0, snapshot: snapshot ?? [:],
+            nextEntryDate: values[W.nextEntryDate.name]?.uint64 ?? 0)
     }
 
     /// Signals that match `rules` from whoever owns todayd's name, now and

@@ -16,10 +16,10 @@ func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws 
     guard let bundle else { throw Failure.usage("defaults needs --as BUNDLE: a bundle entitled to \(group)") }
     try await client.register(as: bundle)
     let path = Today.groupPath(group)
-    func call(_ member: String, _ values: [Value]) async throws -> Message {
-        try await Client.attempt {
-            try await client.connection.call(
-                Today.busName, path: path, interface: Today.group.name, member: MemberName(rawValue: member) ?? MemberName("Get"), values)
+    func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) async throws -> Message {
+        let values = method.values(repeat each inputs)
+        return try await Client.attempt {
+            try await client.connection.call(Today.busName, path: path, interface: Today.group.name, member: method.method.name, values)
         }
     }
     let verb = arguments[1]
@@ -27,7 +27,7 @@ func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws 
     switch verb {
     case "get":
         guard operands.count == 1 else { throw Failure.usage("defaults GROUP get KEY") }
-        let value = try ValueMapping.plist(try await call("Get", [.string(operands[0])]).body.first ?? .string(""))
+        let value = try ValueMapping.plist(try await call(Today.Group.get, operands[0]).body.first ?? .string(""))
         if json {
             Out.json(.dictionary(["key": .string(operands[0]), "value": value]))
         } else {
@@ -35,7 +35,7 @@ func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws 
         }
     case "list":
         guard operands.isEmpty else { throw Failure.usage("defaults GROUP list") }
-        let value = try ValueMapping.plist(try await call("GetAll", []).body.first ?? .vardict([]))
+        let value = try ValueMapping.plist(try await call(Today.Group.getAll).body.first ?? .vardict([]))
         if json {
             Out.json(value)
         } else {
@@ -43,7 +43,7 @@ func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws 
         }
     case "remove":
         guard operands.count == 1 else { throw Failure.usage("defaults GROUP remove KEY") }
-        _ = try await call("Remove", [.string(operands[0])])
+        _ = try await call(Today.Group.remove, operands[0])
         if json { Out.json(.dictionary(["key": .string(operands[0]), "removed": .boolean(true)])) }
     case "set":
         let types = ["--int", "--real", "--bool", "--date", "--data", "--string"]
@@ -53,7 +53,7 @@ func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws 
             throw Failure.usage("defaults GROUP set KEY VALUE [--int|--real|--bool|--date|--data]")
         }
         let value = try typedValue(plain[1], type)
-        _ = try await call("Set", [.string(plain[0]), .variant(ValueMapping.dbus(value, typedArrays: false))])
+        _ = try await call(Today.Group.set, plain[0], Variant(ValueMapping.dbus(value, typedArrays: false)))
         if json { Out.json(.dictionary(["key": .string(plain[0]), "value": value])) }
     default:
         throw Failure.usage("defaults takes get, set, remove or list, not '\(verb)'")

@@ -12,16 +12,16 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
     let events = AsyncStream<Message>.makeStream()
     let connection = client.connection
     try await client.subscribeToTodayd([
-        MatchRule(interface: .properties, member: MemberName("PropertiesChanged")),
-        MatchRule(interface: Today.widget.name, member: MemberName("Updated")),
+        MatchRule(interface: .properties, member: .propertiesChanged),
+        MatchRule(interface: Today.widget.name, member: Today.Widget.updated.name),
         MatchRule(interface: .objectManager),
     ]) { events.continuation.yield($0) }
     // Watching starts only with todayd running: without it, GetNameOwner
     // fails and the user is told to start it.
-    _ = try await Client.attempt { try await connection.callBus(MemberName("GetNameOwner"), [.string(Today.busName.rawValue)]) }
+    _ = try await Client.attempt { try await connection.callBus(.getNameOwner, [.string(Today.busName.rawValue)]) }
     _ = try await Client.attempt {
         try await connection.subscribe(
-            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"), arg0: Today.busName.rawValue)
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue)
         ) { events.continuation.yield($0) }
     }
     connection.onDisconnect { events.continuation.finish() }
@@ -32,7 +32,7 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
         let path = message.path?.rawValue ?? ""
         let object = path.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? path
         switch message.member {
-        case "PropertiesChanged":
+        case MemberName.propertiesChanged.rawValue:
             let changed = message.body.count > 1 ? message.body[1].stringDictionary ?? [:] : [:]
             let values = (try? ValueMapping.plist(.vardict(changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))) ?? .dictionary([:])
             if json {
@@ -40,7 +40,7 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
             } else {
                 let text = (values.dictionary ?? [:]).map { key, value in
                     switch (key, value) {
-                    case ("Snapshot", _): "Snapshot=\(snapshotSummary(value))"
+                    case (Today.Widget.snapshot.name, _): "Snapshot=\(snapshotSummary(value))"
                     // A widget's `t` of 0: never updated, nothing scheduled, no next entry.
                     case (_, .date(let date)) where date.timeIntervalSince1970 == 0: "\(key)=none"
                     default: "\(key)=\(describe(value))"
@@ -48,14 +48,14 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
                 }
                 Out.line("\(timestamp()) \(object): " + text.joined(separator: " "))
             }
-        case "Updated":
+        case Today.Widget.updated.name.rawValue:
             let result = message.body.first?.string ?? ""
             if json {
                 Out.json(.dictionary(["event": .string("updated"), "object": .string(object), "result": .string(result)]), compact: true)
             } else {
                 Out.line("\(timestamp()) \(object): updated: \(result)")
             }
-        case "NameOwnerChanged":
+        case MemberName.nameOwnerChanged.rawValue:
             let owner = message.body.count > 2 ? message.body[2].string ?? "" : ""
             let event = owner.isEmpty ? "todayd-stopped" : "todayd-started"
             if json {
@@ -63,10 +63,10 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
             } else {
                 Out.line("\(timestamp()) todayd \(owner.isEmpty ? "stopped" : "started")")
             }
-        case "InterfacesAdded", "InterfacesRemoved":
+        case MemberName.interfacesAdded.rawValue, MemberName.interfacesRemoved.rawValue:
             let target = message.body.first?.string ?? ""
             let id = target.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? target
-            let event = message.member == "InterfacesAdded" ? "added" : "removed"
+            let event = message.member == MemberName.interfacesAdded.rawValue ? "added" : "removed"
             if json {
                 Out.json(.dictionary(["event": .string(event), "object": .string(id)]), compact: true)
             } else {

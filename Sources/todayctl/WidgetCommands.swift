@@ -54,12 +54,8 @@ func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
 func action(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count == 2 else { throw Failure.usage("action needs a widget id and an action id") }
     let (id, action) = (arguments[0], arguments[1])
-    guard BundleCatalog.isValidBundleID(id) else { throw Failure.usage("'\(id)' is not a widget id") }
-    let result = try await Client.attempt {
-        try await client.connection.call(
-            Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName("PerformAction"),
-            [.string(action), .vardict([])], timeout: .seconds(120))
-    }.body.first?.string ?? ""
+    let widget = try Client.widgetID(id)
+    let result = try await client.widget(widget, Today.Widget.performAction, action, VariantDictionary([])).body.first?.string ?? ""
     let card = try await client.card(id)
     if json {
         Out.json(.dictionary(["id": .string(id), "action": .string(action), "result": .string(result), "failure": .string(card.lastFailure)]))
@@ -73,8 +69,7 @@ func update(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count == 1 else { throw Failure.usage("update needs one widget id, or --all") }
     if arguments[0] != "--all" {
         let id = arguments[0]
-        guard BundleCatalog.isValidBundleID(id) else { throw Failure.usage("'\(id)' is not a widget id") }
-        let result = try await client.center("PerformUpdate", [.string(id)]).body.first?.string ?? ""
+        let result = try await client.center(Today.Center.performUpdate, try Client.widgetID(id)).body.first?.string ?? ""
         let card = try await client.card(id)
         if json {
             Out.json(.dictionary(["id": .string(id), "result": .string(result), "failure": .string(card.lastFailure)]))
@@ -91,7 +86,7 @@ func update(_ client: Client, _ arguments: [String], json: Bool) async throws {
     var results: [(String, String)] = []
     try await withThrowingTaskGroup(of: (String, String).self) { group in
         for id in ids {
-            group.addTask { (id, try await client.center("PerformUpdate", [.string(id)]).body.first?.string ?? "") }
+            group.addTask { (id, try await client.center(Today.Center.performUpdate, try Client.widgetID(id)).body.first?.string ?? "") }
         }
         for try await (id, result) in group {
             results.append((id, result))
@@ -111,8 +106,9 @@ func hasContent(_ client: Client, _ arguments: [String], json: Bool) async throw
         throw Failure.usage("has-content needs a widget id and true or false")
     }
     guard let bundle else { throw Failure.usage("has-content needs --as BUNDLE: the widget itself or its container app") }
+    let widget = try Client.widgetID(arguments[0])
     try await client.register(as: bundle)
-    try await client.center("SetHasContent", [.boolean(flag), .string(arguments[0])])
+    try await client.center(Today.Center.setHasContent, flag, widget)
     if json {
         Out.json(.dictionary(["id": .string(arguments[0]), "hasContent": .boolean(flag)]))
     } else {
@@ -124,8 +120,8 @@ func openOrResolve(_ client: Client, _ command: String, _ arguments: [String], j
     guard arguments.count == 1 else { throw Failure.usage("\(command) needs one URL") }
     let url = arguments[0]
     let reply = command == "open"
-        ? try await client.center("OpenURL", [.string(url), .vardict([])])
-        : try await client.center("ResolveURL", [.string(url)])
+        ? try await client.center(Today.Center.openURL, url, VariantDictionary([]))
+        : try await client.center(Today.Center.resolveURL, url)
     let handler = reply.body.first?.string ?? ""
     if json {
         Out.json(.dictionary(["url": .string(url), "handler": .string(handler)]))
@@ -141,9 +137,7 @@ func timeline(_ client: Client, _ arguments: [String], json: Bool) async throws 
     let id = arguments[0]
     let card = try await client.card(id)
     let values = try await client.properties(Today.widgetPath(id))
-    let reply = try await Client.attempt {
-        try await client.connection.call(Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: MemberName("GetTimeline"))
-    }
+    let reply = try await client.widget(try Client.widgetID(id), Today.Widget.getTimeline)
     var entries: [(date: UInt64, snapshot: PlistDictionary, relevance: Double)] = []
     for case .structure(let fields) in reply.body.first?.elements ?? [] where fields.count == 3 {
         let snapshot = (try? ValueMapping.plist(fields[1]).dictionary) ?? nil

@@ -150,7 +150,7 @@ final class GroupService: Sendable {
         guard let object else { return }
         for name in identities.connections(registeredAs: entitled) {
             guard let destination = BusName(rawValue: name) else { continue }
-            try? object.emit("Changed", [.strings(keys)], to: destination)
+            try? object.emit(Today.Group.changed, [.strings(keys)], to: destination)
         }
     }
 }

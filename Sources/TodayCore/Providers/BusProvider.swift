@@ -14,25 +14,30 @@ struct BusProvider {
     var timeline = false
 
     func run(previous: PlistDictionary) async -> ProviderOutcome {
-        if timeline { return await call("GetTimeline", [ValueMapping.dbus(previous)]) }
-        return await call("PerformUpdate", [ValueMapping.dbus(previous)])
+        guard let previous = VariantDictionary(ValueMapping.dbus(previous)) else { return .failed(.noProvider) }
+        if timeline { return await call(Today.Provider.getTimeline, previous) }
+        return await call(Today.Provider.performUpdate, previous)
     }
 
     /// `PerformAction(action_id, arguments, previous_snapshot)` (SPEC section 10).
     func runAction(_ id: String, arguments: PlistDictionary, previous: PlistDictionary) async -> ProviderOutcome {
-        await call("PerformAction", [.string(id), ValueMapping.dbus(arguments), ValueMapping.dbus(previous)])
+        guard let arguments = VariantDictionary(ValueMapping.dbus(arguments)), let previous = VariantDictionary(ValueMapping.dbus(previous)) else {
+            return .failed(.noProvider)
+        }
+        return await call(Today.Provider.performAction, id, arguments, previous)
     }
 
-    /// Calls `member` of the Provider interface and reads its answer: `(s
+    /// Calls `method` of the Provider interface and reads its answer: `(s
     /// result, a{sv} snapshot)`, or for GetTimeline `(s result, aa{sv}
     /// entries, a{sv} policy)`.
-    private func call(_ member: String, _ arguments: [Value]) async -> ProviderOutcome {
+    private func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) async -> ProviderOutcome {
         guard let bus = BusName(rawValue: name) else { return .failed(.noProvider) }
+        let isTimeline = method.method.name == Today.Provider.getTimeline.method.name
+        let arguments = method.values(repeat each inputs)
         let reply: Message
         do {
             reply = try await connection.call(
-                bus, path: Today.providerPath, interface: Today.provider.name, member: MemberName(rawValue: member) ?? MemberName("PerformUpdate"),
-                arguments, timeout: timeout)
+                bus, path: Today.providerPath, interface: Today.provider.name, member: method.method.name, arguments, timeout: timeout)
         } catch let error as DBusError {
             switch error.name {
             case .noReply, .timeout: return .failed(.timeout)
@@ -42,14 +47,14 @@ struct BusProvider {
         } catch {
             return .failed(.reported)
         }
-        let expected = member == "GetTimeline" ? "saa{sv}a{sv}" : "sa{sv}"
+        let expected = isTimeline ? "saa{sv}a{sv}" : "sa{sv}"
         guard reply.signature == expected, let result = reply.body[0].string else {
             return .failed(.badOutput("the provider answered '\(reply.signature)' where '(\(expected))' is expected"))
         }
         do {
             var answer = PlistDictionary()
             answer["result"] = .string(result)
-            if member == "GetTimeline" {
+            if isTimeline {
                 answer["timeline"] = try ValueMapping.plist(reply.body[1])
                 let policy = try ValueMapping.plist(reply.body[2])
                 switch policy["kind"]?.string {

@@ -27,7 +27,7 @@ extension TodayService {
                     return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0), .string($0.1.rawValue)) })]
                 },
                 Center.openURL.task { call, url, options in
-                    [.string(try await service().open(url, platformData: options.value, from: call))]
+                    [.string(try await service().open(url, platformData: options, from: call))]
                 },
                 Center.resolveURL.task { _, url in
                     [.string(try await service().resolve(url).id)]

@@ -88,7 +88,7 @@ public final class TodayService: Sendable {
     /// leave the bus, and the scheduler.
     public func start() async throws {
         try await connection.subscribe(
-            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: MemberName("NameOwnerChanged"))
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged)
         ) { [identities] message in
             let args = message.body.compactMap(\.string)
             if args.count == 3, args[0].hasPrefix(":"), args[2].isEmpty { identities.forget(args[0]) }

@@ -17,7 +17,7 @@ extension TodayService {
                 },
                 Members.activate.task { [weak self] _, platformData in
                     guard let self else { throw gone }
-                    return [.string(try await self.activate(id, platformData: platformData.value))]
+                    return [.string(try await self.activate(id, platformData: platformData))]
                 },
                 Members.performAction.deferred { [weak self] call, answer, action, _ in
                     guard let self else { throw gone }

@@ -29,7 +29,7 @@ extension TodayService {
     }
 
     /// Opens `url` in the app that handles it and returns that app's id.
-    public func open(_ url: String, platformData: Value, from call: MethodCall? = nil) async throws -> String {
+    public func open(_ url: String, platformData: VariantDictionary, from call: MethodCall? = nil) async throws -> String {
         if let call, let pid = try? await identities.credentials(of: call.sender, on: connection).processID,
             urlLaunches.isLoop(url: url, token: URLLaunches.token(ofProcess: pid, procRoot: identities.procRoot))
         {
@@ -44,7 +44,7 @@ extension TodayService {
             guard let name = BusName(rawValue: connection), let path = URLDispatch.applicationPath(bundle) else {
                 throw TodayError.noHandler("the app '\(bundle)' has no usable bus name")
             }
-            try await callApplication(name, path: path, member: "Open", [.strings([url]), platformData])
+            try await callApplication(name, path: path, Today.Application.open, [url], platformData)
         case .bundle(let app):
             guard let executable = app.executable else { throw TodayError.noHandler("'\(app.bundleIdentifier)' has no executable") }
             try URLDispatch.launch([executable, url], environment: launchEnvironment(opening: url), directory: environment["HOME"])
@@ -56,7 +56,7 @@ extension TodayService {
                 guard let name = BusName(rawValue: id), let path = URLDispatch.applicationPath(id) else {
                     throw TodayError.noHandler("\(app.file): DBusActivatable, but '\(id)' is not a D-Bus name")
                 }
-                try await callApplication(name, path: path, member: "Open", [.strings([url]), platformData])
+                try await callApplication(name, path: path, Today.Application.open, [url], platformData)
             } else {
                 var argv = try URLDispatch.command(app, opening: url, mime: mime)
                 if let program = mime.findProgram(argv[0]) { argv[0] = program }
@@ -69,7 +69,7 @@ extension TodayService {
     }
 
     /// The user tapped a widget: its snapshot's `url`, or else its app.
-    public func activate(_ id: String, platformData: Value) async throws -> String {
+    public func activate(_ id: String, platformData: VariantDictionary) async throws -> String {
         let widget = try widget(id)
         let (url, containerID) = widget.data.withLock { ($0.snapshot["url"]?.string, $0.manifest.containerBundleIdentifier) }
         if let url, !url.isEmpty { return try await open(url, platformData: platformData) }
@@ -77,7 +77,7 @@ extension TodayService {
             if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),
                 let path = URLDispatch.applicationPath(bundle)
             {
-                try await callApplication(name, path: path, member: "Activate", [platformData])
+                try await callApplication(name, path: path, Today.Application.activate, platformData)
                 return bundle
             }
         }
@@ -107,16 +107,17 @@ extension TodayService {
         guard let name = BusName(rawValue: connection), let path = URLDispatch.applicationPath(id) else { return false }
         guard
             let reply = try? await self.connection.call(
-                name, path: path, interface: .introspectable, member: MemberName("Introspect"), timeout: .seconds(2))
+                name, path: path, interface: .introspectable, member: .introspect, timeout: .seconds(2))
         else { return false }
-        return reply.body.first?.string?.contains("\"org.freedesktop.Application\"") ?? false
+        return reply.body.first?.string?.contains("\"\(Today.application.name.rawValue)\"") ?? false
     }
 
-    func callApplication(_ name: BusName, path: ObjectPath, member: String, _ arguments: [Value]) async throws {
+    func callApplication<each Input: DBusArgument>(
+        _ name: BusName, path: ObjectPath, _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input
+    ) async throws {
+        let arguments = method.values(repeat each inputs)
         do {
-            try await connection.call(
-                name, path: path, interface: InterfaceName("org.freedesktop.Application"),
-                member: MemberName(rawValue: member) ?? MemberName("Open"), arguments, timeout: .seconds(10))
+            try await connection.call(name, path: path, interface: Today.application.name, member: method.method.name, arguments, timeout: .seconds(10))
         } catch let error as DBusError {
             throw TodayError.noHandler("\(name.rawValue) did not take it: \(error.message)")
         }

@@ -166,8 +166,8 @@ extension TodayService {
         }
         saveLater(widget)
         publishUpdate(widget, snapshotChanged: snapshotChanged)
-        try? widget.object.emit("Updated", [.string(outcome.result.rawValue)])
-        if let action { try? widget.object.emit("ActionPerformed", [.string(action.id), .string(outcome.result.rawValue)]) }
+        try? widget.object.emit(Today.Widget.updated, [.string(outcome.result.rawValue)])
+        if let action { try? widget.object.emit(Today.Widget.actionPerformed, [.string(action.id), .string(outcome.result.rawValue)]) }
         widget.data.withLock { finished(&$0) }
         return outcome.result
     }
