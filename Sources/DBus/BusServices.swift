@@ -45,17 +45,12 @@ extension Connection {
 
     /// Delivers messages that match `rule` to `handler` (on the loop thread;
     /// keep it short). The rule is also added on the bus unless it only
-    /// concerns messages sent to this connection anyway.
-    @discardableResult
+    /// concerns messages sent to this connection anyway. A subscription
+    /// lasts as long as the connection.
     public func subscribe(
         _ rule: MatchRule, addToBus: Bool = true, handler: @escaping @Sendable (Message) -> Void
-    ) async throws -> UInt64 {
-        let id = shared.withLock { state -> UInt64 in
-            defer { state.nextSubscription += 1 }
-            return state.nextSubscription
-        }
+    ) async throws {
         if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
-        submit { [self] in subscriptions[id] = Subscription(rule: rule, handler: handler) }
-        return id
+        submit { [self] in subscriptions.append(Subscription(rule: rule, handler: handler)) }
     }
 }

@@ -33,13 +33,13 @@ public final class Connection: @unchecked Sendable {
     private var timeouts: [OpaquePointer: Int64] = [:]
     private var pending: [UInt32: PendingReply] = [:]
     /// Loop thread only.
-    var subscriptions: [UInt64: Subscription] = [:]
+    /// In the order they were made; they last as long as the connection.
+    var subscriptions: [Subscription] = []
     private var loopThread: pthread_t?
 
     struct Shared {
         var jobs: [@Sendable () -> Void] = []
         var closed = false
-        var nextSubscription: UInt64 = 1
         var disconnectHandlers: [@Sendable () -> Void] = []
     }
 
@@ -345,7 +345,7 @@ public final class Connection: @unchecked Sendable {
             guard !subscriptions.isEmpty, let message = try? handle.decode() else {
                 return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
             }
-            for subscription in subscriptions.values where subscription.rule.matches(message) {
+            for subscription in subscriptions where subscription.rule.matches(message) {
                 subscription.handler(message)
             }
             return DBUS_HANDLER_RESULT_HANDLED

@@ -10,6 +10,13 @@ public protocol CheckedIdentifier: RawRepresentable<String>, Hashable, Comparabl
 }
 
 extension CheckedIdentifier {
+    /// An id written in the source, as names are (`MemberName("Get")`):
+    /// one that breaks the rules is a programming error.
+    public init(_ literal: StaticString) {
+        guard let id = Self(rawValue: "\(literal)") else { preconditionFailure(Self.problem("\(literal)")) }
+        self = id
+    }
+
     public init(dbusValue value: Value) throws {
         guard case .string(let text) = value else { throw Self.mismatch(value) }
         guard let id = Self(rawValue: text) else { throw TodayError.invalidArgs(Self.problem(text)) }

@@ -142,7 +142,7 @@ func runProvider(_ arguments: [String], json: Bool) async throws {
     let environment = ProcessInfo.processInfo.environment
     let directories = Directories(environment: environment, extraBundleFolders: folders)
     let catalog = BundleCatalog.scan(directories.bundleFolders)
-    guard let manifest = catalog.widgets.first(where: { $0.bundleIdentifier == id }) else {
+    guard let manifest = catalog.widgets.first(where: { $0.bundleIdentifier.rawValue == id }) else {
         let problems = catalog.problems.filter { $0.file.contains(id) || $0.message.contains(id) }
         let hint = problems.isEmpty ? "" : "; \(problems.map(\.description).joined(separator: "; "))"
         throw Failure.refused("no widget '\(id)' in \(directories.bundleFolders.joined(separator: ", "))\(hint)")

@@ -111,7 +111,7 @@ struct Client {
         for var rule in rules {
             let local = rule
             rule.sender = Today.busName.rawValue
-            _ = try await Self.attempt { try await connection.subscribe(rule) { _ in } }
+            try await Self.attempt { try await connection.subscribe(rule) { _ in } }
             try await connection.subscribe(local, addToBus: false, handler: handler)
         }
     }

@@ -160,7 +160,7 @@ import Testing
         try Plist.write(try Plist.read(Data(contentsOf: info)), format: .binary).write(to: info)
         #expect(BundleCatalog.lint([root.path]).problems == [])
         let catalog = BundleCatalog.scan([root.path])
-        #expect(catalog.widgets.map(\.bundleIdentifier) == ["org.example.Good.W"])
+        #expect(catalog.widgets.map(\.bundleIdentifier.rawValue) == ["org.example.Good.W"])
         #expect(catalog.apps.first?.groups == ["group.org.example.good"])
     }
 
@@ -179,7 +179,7 @@ import Testing
         // A broken bundle never stops the others from loading.
         let other = BundleFolder(url: root)
         try other.addApp("org.example.Fine", name: "Fine", widgets: [.init(name: "W", script: "exit 0")])
-        #expect(BundleCatalog.scan([root.path]).widgets.map(\.bundleIdentifier) == ["org.example.Fine.W"])
+        #expect(BundleCatalog.scan([root.path]).widgets.map(\.bundleIdentifier.rawValue) == ["org.example.Fine.W"])
     }
 
     @Test func lintCommand() async throws {

@@ -89,7 +89,7 @@ import TodayProtocol
             .write(to: folder.appendingPathComponent("Bad.app/Info.plist"))
         try FileManager.default.copyItem(atPath: Self.examples + "/Traffic.app", toPath: folder.path + "/Traffic.app")
         let catalog = BundleCatalog.scan([folder.path])
-        #expect(catalog.widgets.map(\.bundleIdentifier) == ["com.e-legion.Traffic.Widget"])
+        #expect(catalog.widgets.map(\.bundleIdentifier.rawValue) == ["com.e-legion.Traffic.Widget"])
         #expect(catalog.problems.count == 1)
         #expect(catalog.problems.first?.key == "CFBundleIdentifier")
         #expect(catalog.problems.first?.file.hasSuffix("Bad.app/Info.plist") == true)

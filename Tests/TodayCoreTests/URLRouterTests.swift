@@ -1,13 +1,14 @@
 import Foundation
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// SPEC section 6's four steps as the router decides them, with the
 /// answers to its questions given by the test.
 @Suite struct URLRouterTests {
-    static func app(_ id: String, schemes: [String], executable: String? = "/bin/true") -> AppManifest {
+    static func app(_ id: StaticString, schemes: [String], executable: String? = "/bin/true") -> AppManifest {
         AppManifest(
-            bundleIdentifier: id, path: "/bundles/\(id).app", displayName: id, executable: executable, urlSchemes: schemes, groups: [],
+            bundleIdentifier: BundleID(id), path: "/bundles/\(id).app", displayName: "\(id)", executable: executable, urlSchemes: schemes, groups: [],
             extensionIdentifiers: [])
     }
 

@@ -3,10 +3,11 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// A container app found in a bundle folder.
 public struct AppManifest: Sendable, Equatable {
-    public var bundleIdentifier: String
+    public var bundleIdentifier: BundleID
     public var path: String
     public var displayName: String
     /// The app's executable (resolved, inside the bundle); nil when the
@@ -17,13 +18,13 @@ public struct AppManifest: Sendable, Equatable {
     /// App groups of its entitlements.
     public var groups: [String]
     /// Ids of all its extensions, widgets or not.
-    public var extensionIdentifiers: [String]
+    public var extensionIdentifiers: [BundleID]
 }
 
 /// A widget extension found in a bundle folder.
 public struct WidgetManifest: Sendable, Equatable {
-    public var bundleIdentifier: String
-    public var containerBundleIdentifier: String
+    public var bundleIdentifier: BundleID
+    public var containerBundleIdentifier: BundleID
     public var displayName: String
     public var iconPath: String
     public var preferredHeight: Double
@@ -76,7 +77,7 @@ public struct BundleCatalog: Sendable {
     public var apps: [AppManifest] = []
     public var widgets: [WidgetManifest] = []
     /// Every installed bundle id: container apps and all their extensions.
-    public var bundleIDs: Set<String> = []
+    public var bundleIDs: Set<BundleID> = []
     public var problems: [BundleProblem] = []
 
     public init() {}
@@ -166,7 +167,7 @@ public struct BundleCatalog: Sendable {
         let appID = try bundleID(info, in: infoPath)
         let version = try string(info, "CFBundleVersion", in: infoPath)
         let shortVersion = try string(info, "CFBundleShortVersionString", in: infoPath)
-        let appName = try string(info, "CFBundleDisplayName", in: infoPath) ?? string(info, "CFBundleName", in: infoPath) ?? appID
+        let appName = try string(info, "CFBundleDisplayName", in: infoPath) ?? string(info, "CFBundleName", in: infoPath) ?? appID.rawValue
         var iconPath = ""
         if let icon = try string(info, "CFBundleIconFile", in: infoPath) {
             iconPath = try resource(icon, inside: app, key: "CFBundleIconFile", file: infoPath)
@@ -178,14 +179,14 @@ public struct BundleCatalog: Sendable {
         let appGroups = try entitledGroups(app)
 
         var widgets: [WidgetManifest] = []
-        var extensionIDs: [String] = []
+        var extensionIDs: [BundleID] = []
         let plugIns = app + "/PlugIns"
         for name in FileSystem.entries(plugIns).sorted() where name.hasSuffix(".appex") {
             let appex = plugIns + "/" + name
             let path = appex + "/Info.plist"
             let extensionInfo = try infoPlist(appex)
             let id = try bundleID(extensionInfo, in: path)
-            guard id.hasPrefix(appID + ".") else {
+            guard id.rawValue.hasPrefix(appID.rawValue + ".") else {
                 throw BundleProblem(file: path, key: "CFBundleIdentifier", message: "'\(id)' must start with its container's id and a dot ('\(appID).')")
             }
             guard try string(extensionInfo, "CFBundleVersion", in: path) == version else {
@@ -237,7 +238,7 @@ public struct BundleCatalog: Sendable {
                 throw BundleProblem(file: path, key: prefix + "TodayProviderBusName", message: "'\(busName)' is not a well-known D-Bus name such as org.example.App.Provider")
             }
             let timeline = try boolean(attributes, "TodayTimeline", in: path, prefix: prefix) ?? false
-            let baseName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id
+            let baseName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id.rawValue
             let localizedNames = try Localization.displayNames(of: appex)
             let displayName = Localization.choose(localizedNames, for: languages) ?? baseName
             widgets.append(

@@ -52,7 +52,7 @@ enum BundleDesktopEntries {
     static func sync(_ apps: [AppManifest], folder: String, log: Logger) -> Bool {
         var wanted: [String: String] = [:]
         for app in apps {
-            if let content = content(for: app) { wanted[prefix + app.bundleIdentifier + ".desktop"] = content }
+            if let content = content(for: app) { wanted[prefix + app.bundleIdentifier.rawValue + ".desktop"] = content }
         }
         var changed = false
         for name in FileSystem.entries(folder) where name.hasPrefix(prefix) && name.hasSuffix(".desktop") && wanted[name] == nil {

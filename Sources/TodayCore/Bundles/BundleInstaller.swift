@@ -36,12 +36,12 @@ public struct BundleInstaller: Sendable {
         let id = try BundleCatalog.bundleID(info, in: source + "/Info.plist")
         // A bundle of this id in a folder that comes first would win anyway.
         for other in directories.bundleFolders.prefix(while: { $0 != folder }) {
-            if let shadow = Self.bundle(id, in: other) {
+            if let shadow = Self.bundle(id.rawValue, in: other) {
                 throw Failure(description: "not installed: \(shadow) has the same id (\(id)) in a folder that comes first, and would be the one todayd uses; uninstall it first, or install with --dir \(other)")
             }
         }
         try DurableFile.makeFolder(folder)
-        let existing = Self.bundle(id, in: folder)
+        let existing = Self.bundle(id.rawValue, in: folder)
         let name = existing.map(PathText.lastComponent) ?? PathText.lastComponent(of: source)
         let staging = ".\(name).installing.\(getpid())"
         let stagingPath = folder + "/" + staging

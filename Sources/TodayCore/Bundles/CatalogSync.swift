@@ -13,7 +13,7 @@ extension TodayService {
         for problem in catalog.problems { log.warning("skipped bundle: \(problem)") }
         let now = self.now()
         var added: [Widget] = []
-        var removed: [String] = []
+        var removed: [BundleID] = []
         var changed: [Widget] = []
         state.withLock { state in
             let fresh = Dictionary(catalog.widgets.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })

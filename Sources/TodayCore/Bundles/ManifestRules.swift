@@ -25,14 +25,14 @@ extension BundleCatalog {
         return dictionary
     }
 
-    static func bundleID(_ info: PlistDictionary, in file: String) throws -> String {
+    static func bundleID(_ info: PlistDictionary, in file: String) throws -> BundleID {
         guard let id = try string(info, "CFBundleIdentifier", in: file) else {
             throw BundleProblem(file: file, key: "CFBundleIdentifier", message: "missing; add it as a <string> such as org.example.App")
         }
-        guard isValidBundleID(id) else {
+        guard let valid = BundleID(rawValue: id) else {
             throw BundleProblem(file: file, key: "CFBundleIdentifier", message: "'\(id.prefix(300))' is not reverse-DNS: [A-Za-z0-9.-], at most 255 bytes, no empty part")
         }
-        return id
+        return valid
     }
 
     static func string(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String = "") throws -> String? {

@@ -44,10 +44,10 @@ final class GroupService: Sendable {
     func update(from catalog: BundleCatalog) {
         var entitled: [String: Set<String>] = [:]
         for app in catalog.apps {
-            for group in app.groups { entitled[group, default: []].insert(app.bundleIdentifier) }
+            for group in app.groups { entitled[group, default: []].insert(app.bundleIdentifier.rawValue) }
         }
         for widget in catalog.widgets {
-            for group in widget.groups { entitled[group, default: []].insert(widget.bundleIdentifier) }
+            for group in widget.groups { entitled[group, default: []].insert(widget.bundleIdentifier.rawValue) }
         }
         var added: [(String, ExportedInterface)] = []
         let removed = state.withLock { state -> [String] in

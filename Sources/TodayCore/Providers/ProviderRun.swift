@@ -60,7 +60,7 @@ public enum ProviderRun {
         }
         return .success(
             ExecProvider(
-                widgetID: manifest.bundleIdentifier, executable: executable, container: container, groupContainers: groups,
+                widgetID: manifest.bundleIdentifier.rawValue, executable: executable, container: container, groupContainers: groups,
                 busAddress: busAddress, environment: environment, limits: limits, sandbox: sandbox))
     }
 

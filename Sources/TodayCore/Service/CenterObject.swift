@@ -15,16 +15,16 @@ extension TodayService {
                     [.objectPaths(try service().widgetIDs.map(Today.widgetPath))]
                 },
                 Center.setHasContent.task { call, hasContent, widget in
-                    try await service().setHasContent(call, hasContent, widget: widget.rawValue)
+                    try await service().setHasContent(call, hasContent, widget: widget)
                     return []
                 },
                 Center.performUpdate.deferred { call, answer, widget in
-                    try service().answerUpdate(widget.rawValue, call, answer)
+                    try service().answerUpdate(widget, call, answer)
                 },
                 Center.updateAll.task { call in
                     let service = try service()
                     let results = try await service.limitingCalls(of: call.sender) { await service.updateAll() }
-                    return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0), .string($0.1.rawValue)) })]
+                    return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0.rawValue), .string($0.1.rawValue)) })]
                 },
                 Center.openURL.task { call, url, options in
                     [.string(try await service().open(url, platformData: options, from: call))]
@@ -47,7 +47,7 @@ extension TodayService {
                 Center.registerApp.task { call, id in
                     let service = try service()
                     try await service.identities.register(call, as: id.rawValue) { id in
-                        service.state.withLock { $0.bundleIDs.contains(id) }
+                        BundleID(rawValue: id).map { id in service.state.withLock { $0.bundleIDs.contains(id) } } ?? false
                     }
                     service.log.debug("\(call.sender) registered as \(id)")
                     return []
@@ -57,7 +57,7 @@ extension TodayService {
                     return []
                 },
                 Center.reloadTimelines.task { call, widget in
-                    try await service().reloadTimelines(call, widget: widget.rawValue)
+                    try await service().reloadTimelines(call, widget: widget)
                     return []
                 },
                 Center.reloadAllTimelines.task { call in

@@ -40,16 +40,16 @@ public final class TodayService: Sendable {
 
 
     struct State {
-        var widgets: [String: Widget] = [:]
-        var order: [String] = []
-        var bundleIDs: Set<String> = []
+        var widgets: [BundleID: Widget] = [:]
+        var order: [BundleID] = []
+        var bundleIDs: Set<BundleID> = []
         var apps: [AppManifest] = []
         var scheduler: Task<Void, Never>?
         /// The scheduler's wall-clock timer, where the kernel has timerfd.
         var timer: WallClockTimer?
         var stopping = false
         /// Widgets whose record changed since it was last written.
-        var unsaved: Set<String> = []
+        var unsaved: Set<BundleID> = []
         /// Update calls each connection has waiting for an answer.
         var pendingCalls: [String: Int] = [:]
         var flush: Task<Void, Never>?
@@ -138,17 +138,17 @@ public final class TodayService: Sendable {
     func state<T: Sendable>(_ field: KeyPath<State, T> & Sendable) -> T { state.withLock { $0[keyPath: field] } }
 
     /// Widget ids sorted by display name, then id.
-    public var widgetIDs: [String] { state.withLock { $0.order } }
+    public var widgetIDs: [BundleID] { state.withLock { $0.order } }
 
-    func widget(_ id: String) throws -> Widget {
-        guard let widget = state.withLock({ $0.widgets[id] }) else { throw TodayError.noSuchWidget(id) }
+    func widget(_ id: BundleID) throws -> Widget {
+        guard let widget = state.withLock({ $0.widgets[id] }) else { throw TodayError.noSuchWidget(id.rawValue) }
         return widget
     }
 
     /// The widget `id`, or nil after answering `done` with NoSuchWidget.
-    func widget<T>(_ id: String, else done: (Result<T, any Error>) -> Void) -> Widget? {
+    func widget<T>(_ id: BundleID, else done: (Result<T, any Error>) -> Void) -> Widget? {
         guard let widget = state.withLock({ $0.widgets[id] }) else {
-            done(.failure(TodayError.noSuchWidget(id)))
+            done(.failure(TodayError.noSuchWidget(id.rawValue)))
             return nil
         }
         return widget

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TodayProtocol
 
 /// The XDG base directories todayd uses, with the specification's defaults
 /// when a variable is unset or empty. Built from an environment so tests
@@ -30,6 +31,7 @@ public struct Directories: Sendable, Equatable {
 
     /// An extension's own container (SPEC section 4).
     public func container(of bundleID: String) -> String { dataHome + "/todayd/containers/" + bundleID }
+    public func container(of bundleID: BundleID) -> String { container(of: bundleID.rawValue) }
 
     /// The bundle folders, highest precedence first (SPEC section 3).
     public var bundleFolders: [String] {

@@ -21,7 +21,7 @@ public enum URLHandler: Sendable, Equatable {
     public var id: String {
         switch self {
         case .runningApp(let bundle, _): bundle
-        case .bundle(let app): app.bundleIdentifier
+        case .bundle(let app): app.bundleIdentifier.rawValue
         case .desktopEntry(let app): app.id.hasSuffix(".desktop") ? String(app.id.dropLast(8)) : app.id
         }
     }

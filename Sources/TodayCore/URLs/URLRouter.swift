@@ -35,7 +35,7 @@ struct URLRouter {
         self.scheme = scheme
         let declaring = apps.filter { app in app.urlSchemes.contains { $0.lowercased() == scheme } }
         self.apps = declaring
-        candidates = ArraySlice(registrations.filter { registration in declaring.contains { $0.bundleIdentifier == registration.bundle } })
+        candidates = ArraySlice(registrations.filter { registration in declaring.contains { $0.bundleIdentifier.rawValue == registration.bundle } })
         step = .noHandler(scheme: scheme)
         step = next()
     }

@@ -69,11 +69,11 @@ extension TodayService {
     }
 
     /// The user tapped a widget: its snapshot's `url`, or else its app.
-    public func activate(_ id: String, platformData: VariantDictionary) async throws -> String {
+    public func activate(_ id: BundleID, platformData: VariantDictionary) async throws -> String {
         let widget = try widget(id)
         let (url, containerID) = widget.data.withLock { ($0.snapshot["url"]?.string, $0.manifest.containerBundleIdentifier) }
         if let url, !url.isEmpty { return try await open(url, platformData: platformData) }
-        for (connection, bundle) in identities.registrations where bundle == containerID {
+        for (connection, bundle) in identities.registrations where bundle == containerID.rawValue {
             if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),
                 let path = URLDispatch.applicationPath(bundle)
             {
@@ -85,7 +85,7 @@ extension TodayService {
             throw TodayError.noHandler("'\(id)' has no URL in its snapshot and its app '\(containerID)' has no executable to start")
         }
         try URLDispatch.launch([executable], environment: launchEnvironment, directory: environment["HOME"])
-        return containerID
+        return containerID.rawValue
     }
 
     /// The environment of an app started to open `url`: marked, so that

@@ -13,7 +13,7 @@ extension TodayService {
     func saveRecord(of widget: Widget) {
         widget.recordWriter.withLock { _ in
             let record = widget.data.withLock { $0.record }
-            beforeRecordWrite.withLock { $0 }?(widget.id)
+            beforeRecordWrite.withLock { $0 }?(widget.id.rawValue)
             do {
                 try store.save(record, for: widget.id)
             } catch {

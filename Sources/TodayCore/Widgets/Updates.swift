@@ -41,7 +41,7 @@ extension TodayService {
     /// PerformUpdate from the bus: started on the connection's loop thread
     /// and answered by whichever thread finishes the update (a provider's,
     /// usually), with no task in between.
-    func answerUpdate(_ id: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
+    func answerUpdate(_ id: BundleID, _ call: MethodCall, _ answer: PendingAnswer) throws {
         let sender = call.sender
         try admit(sender)
         performUpdate(id) { [self] result in
@@ -56,7 +56,7 @@ extension TodayService {
     /// A provider that keeps failing is not started again on request until
     /// its back-off (`Schedule.requestDelay`) has passed: such a call is
     /// answered with Error.ProviderFailed at once.
-    public func performUpdate(_ id: String, scheduled: Bool = false) async throws -> UpdateResult {
+    public func performUpdate(_ id: BundleID, scheduled: Bool = false) async throws -> UpdateResult {
         try await withCheckedThrowingContinuation { continuation in
             performUpdate(id, scheduled: scheduled) { continuation.resume(with: $0) }
         }
@@ -65,7 +65,7 @@ extension TodayService {
     /// `performUpdate` for callers that wait without a task: `done` gets
     /// the result once the outcome is stored and announced, on the thread
     /// that finished the run.
-    func performUpdate(_ id: String, scheduled: Bool = false, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
+    func performUpdate(_ id: BundleID, scheduled: Bool = false, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
         guard let widget = widget(id, else: done) else { return }
         let now = self.now()
         let admission = widget.data.withLock { data in
@@ -88,15 +88,15 @@ extension TodayService {
     }
 
     /// Updates every widget that has content, concurrently.
-    public func updateAll() async -> [(String, UpdateResult)] {
+    public func updateAll() async -> [(BundleID, UpdateResult)] {
         let ids = state.withLock { state in
             state.order.filter { id in state.widgets[id]?.data.withLock { $0.record.hasContent } ?? false }
         }
-        return await withTaskGroup(of: (String, UpdateResult).self) { group in
+        return await withTaskGroup(of: (BundleID, UpdateResult).self) { group in
             for id in ids {
                 group.addTask { (id, (try? await self.performUpdate(id)) ?? .failed) }
             }
-            var results: [(String, UpdateResult)] = []
+            var results: [(BundleID, UpdateResult)] = []
             for await result in group { results.append(result) }
             return results.sorted { $0.0 < $1.0 }
         }

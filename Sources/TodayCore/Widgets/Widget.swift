@@ -3,12 +3,13 @@ import FoundationEssentials
 import Glibc
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 extension TodayService {
     /// One widget: its object, manifest, remembered state and snapshot,
     /// and the update running for it, which later callers share.
     final class Widget: Sendable {
-        let id: String
+        let id: BundleID
         let object: ExportedInterface
         let data: Mutex<Data>
         /// Provider runs of this widget, updates and actions, one at a time.
@@ -48,7 +49,7 @@ extension TodayService {
             }
         }
 
-        init(id: String, object: ExportedInterface, data: Data) {
+        init(id: BundleID, object: ExportedInterface, data: Data) {
             self.id = id
             self.object = object
             self.data = Mutex(data)

@@ -38,8 +38,8 @@ extension TodayService {
 
     /// Every property of `Today.widget`, in its order.
     static let widgetProperties: [WidgetPropertyRow] = [
-        WidgetPropertyRow(Members.bundleIdentifier, .manifest) { data, _ in .string(data.manifest.bundleIdentifier) },
-        WidgetPropertyRow(Members.containerBundleIdentifier, .manifest) { data, _ in .string(data.manifest.containerBundleIdentifier) },
+        WidgetPropertyRow(Members.bundleIdentifier, .manifest) { data, _ in .string(data.manifest.bundleIdentifier.rawValue) },
+        WidgetPropertyRow(Members.containerBundleIdentifier, .manifest) { data, _ in .string(data.manifest.containerBundleIdentifier.rawValue) },
         WidgetPropertyRow(Members.displayName, .manifest) { data, _ in .string(data.manifest.displayName) },
         WidgetPropertyRow(Members.localizedDisplayNames, .manifest) { data, _ in
             .dictionary(

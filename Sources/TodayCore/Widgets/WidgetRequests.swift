@@ -11,7 +11,7 @@ extension TodayService {
     /// PerformAction from the bus: started on the connection's loop thread
     /// (so a toggle's new state goes out before the loop reads anything
     /// else) and answered by whichever thread finishes the run.
-    func answerAction(_ id: String, action actionID: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
+    func answerAction(_ id: BundleID, action actionID: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
         let sender = call.sender
         try admit(sender)
         performAction(id, action: actionID) { [self] result in
@@ -24,7 +24,7 @@ extension TodayService {
     /// for a button or toggle the current snapshot offers, after any run
     /// of this widget under way; calls for the same action and state share
     /// one run. A toggle shows the state asked for at once.
-    public func performAction(_ id: String, action actionID: String) async throws -> UpdateResult {
+    public func performAction(_ id: BundleID, action actionID: String) async throws -> UpdateResult {
         try await withCheckedThrowingContinuation { continuation in
             performAction(id, action: actionID) { continuation.resume(with: $0) }
         }
@@ -33,13 +33,13 @@ extension TodayService {
     /// `performAction` for callers that wait without a task: `done` gets
     /// the result once the outcome is stored and announced, on the thread
     /// that finished the run.
-    func performAction(_ id: String, action actionID: String, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
+    func performAction(_ id: BundleID, action actionID: String, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
         guard let widget = widget(id, else: done) else { return }
         let now = self.now()
         typealias Started = (admission: Widget.Lifecycle.Admission, action: ProviderAction, previous: PlistDictionary, shown: [(String, Value)]?)
         let started = widget.data.withLock { data -> Result<Started, TodayError> in
             guard let offered = SnapshotRules.actions(of: data.snapshot).first(where: { $0.id == actionID }) else {
-                return .failure(.noSuchAction(widget: id, action: actionID))
+                return .failure(.noSuchAction(widget: id.rawValue, action: actionID))
             }
             let action = ProviderAction(id: actionID, state: offered.isToggle ? !offered.state : nil)
             // The provider gets the snapshot as it was before a toggle.
@@ -74,7 +74,7 @@ extension TodayService {
     // MARK: Timelines
 
     /// Widget.GetTimeline: the current entry and those after it.
-    func timelineValue(_ id: String) throws -> Value {
+    func timelineValue(_ id: BundleID) throws -> Value {
         let entries = try widget(id).data.withLock { $0.timeline.entries }
         return .array(
             .structure([.uint64, .dictionary(key: .string, value: .variant), .double]),
@@ -91,11 +91,11 @@ extension TodayService {
     /// its container app, sharing a run under way. It answers once the
     /// update has started, as WidgetCenter's call returns at once; the
     /// outcome is in `Updated` and the properties.
-    func reloadTimelines(_ call: MethodCall, widget id: String) async throws {
+    func reloadTimelines(_ call: MethodCall, widget id: BundleID) async throws {
         let widget = try widget(id)
         let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
         let caller = try await callerBundle(call, for: "ReloadTimelines")
-        guard caller == id || caller == container else {
+        guard caller == id.rawValue || caller == container.rawValue else {
             throw TodayError.notEntitled("'\(caller)' may not reload the timeline of '\(id)': only the widget or its container app '\(container)' may")
         }
         performUpdate(id) { _ in }
@@ -106,21 +106,21 @@ extension TodayService {
     func reloadAllTimelines(_ call: MethodCall) async throws {
         let caller = try await callerBundle(call, for: "ReloadAllTimelines")
         let widgets = state.withLock { Array($0.widgets.values) }
-        let container = widgets.first { $0.id == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier } } ?? caller
-        for widget in widgets where widget.data.withLock({ $0.manifest.containerBundleIdentifier }) == container {
+        let container = widgets.first { $0.id.rawValue == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier.rawValue } } ?? caller
+        for widget in widgets where widget.data.withLock({ $0.manifest.containerBundleIdentifier.rawValue }) == container {
             performUpdate(widget.id) { _ in }
         }
     }
 
     // MARK: Has content
 
-    func setHasContent(_ call: MethodCall, _ hasContent: Bool, widget id: String) async throws {
+    func setHasContent(_ call: MethodCall, _ hasContent: Bool, widget id: BundleID) async throws {
         let widget = try widget(id)
         let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
         guard let caller = try await identities.caller(of: call).bundleID else {
             throw TodayError.notRegistered("SetHasContent")
         }
-        guard caller == id || caller == container else {
+        guard caller == id.rawValue || caller == container.rawValue else {
             throw TodayError.notEntitled("'\(caller)' may not change whether '\(id)' has content: only the widget or its container app '\(container)' may")
         }
         let now = self.now()

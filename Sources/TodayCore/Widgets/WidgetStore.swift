@@ -53,13 +53,13 @@ public struct WidgetStore: Sendable {
         snapshotFolder = directories.cacheHome + "/todayd/snapshots"
     }
 
-    func statePath(_ id: String) -> String { stateFolder + "/" + id + ".plist" }
-    func snapshotPath(_ id: String) -> String { snapshotFolder + "/" + id + ".plist" }
+    func statePath(_ id: BundleID) -> String { stateFolder + "/" + id.rawValue + ".plist" }
+    func snapshotPath(_ id: BundleID) -> String { snapshotFolder + "/" + id.rawValue + ".plist" }
 
     /// The stored record, or a fresh one; `problem` hears about a file that
     /// does not parse (it is then left for a person to look at and replaced
     /// on the next write).
-    public func record(_ id: String, problem: (String) -> Void) -> WidgetRecord {
+    public func record(_ id: BundleID, problem: (String) -> Void) -> WidgetRecord {
         let path = statePath(id)
         guard FileManager.default.fileExists(atPath: path) else { return WidgetRecord() }
         do {
@@ -73,7 +73,7 @@ public struct WidgetStore: Sendable {
     /// The stored timeline at `now` (the entry whose date has come shown,
     /// older ones dropped); a cache of an earlier todayd, which held the
     /// snapshot alone, is that snapshot shown since `shownSince`.
-    public func timeline(_ id: String, shownSince: Date, at now: Date, problem: (String) -> Void) -> Timeline {
+    public func timeline(_ id: BundleID, shownSince: Date, at now: Date, problem: (String) -> Void) -> Timeline {
         let path = snapshotPath(id)
         guard FileManager.default.fileExists(atPath: path) else { return Timeline() }
         do {
@@ -89,16 +89,16 @@ public struct WidgetStore: Sendable {
     }
 
     /// The snapshot shown now, for callers that need no more.
-    public func snapshot(_ id: String, problem: (String) -> Void) -> PlistDictionary {
+    public func snapshot(_ id: BundleID, problem: (String) -> Void) -> PlistDictionary {
         timeline(id, shownSince: Date(), at: Date(), problem: problem).snapshot
     }
 
-    public func save(_ record: WidgetRecord, for id: String) throws {
+    public func save(_ record: WidgetRecord, for id: BundleID) throws {
         try DurableFile.write(try Plist.write(record.plist, format: .xml), to: statePath(id))
     }
 
     /// Writes the timeline and its policy, in one file.
-    public func save(timeline: Timeline, for id: String) throws {
+    public func save(timeline: Timeline, for id: BundleID) throws {
         try DurableFile.write(try Plist.write(timeline.plist, format: .xml), to: snapshotPath(id))
     }
 }
