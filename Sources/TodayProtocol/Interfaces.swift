@@ -19,6 +19,10 @@ public enum Today {
         widgetsPath.appending(escaped: bundleID)
     }
 
+    public static func groupPath(_ groupID: GroupID) -> ObjectPath {
+        groupPath(groupID.rawValue)
+    }
+
     public static func groupPath(_ groupID: String) -> ObjectPath {
         groupsPath.appending(escaped: groupID)
     }

@@ -4,6 +4,7 @@ import PropertyList
 import TestSupport
 import Testing
 @testable import TodayCore
+import TodayProtocol
 
 /// Every rule of SPEC section 3, each with a bundle that breaks it and the
 /// exact diagnostic `todayctl lint` prints for it.
@@ -161,7 +162,7 @@ import Testing
         #expect(BundleCatalog.lint([root.path]).problems == [])
         let catalog = BundleCatalog.scan([root.path])
         #expect(catalog.widgets.map(\.bundleIdentifier.rawValue) == ["org.example.Good.W"])
-        #expect(catalog.apps.first?.groups == ["group.org.example.good"])
+        #expect(catalog.apps.first?.groups == [GroupID("group.org.example.good")])
     }
 
     @Test(arguments: cases) func eachRule(_ rule: Case) throws {

@@ -16,7 +16,7 @@ public struct AppManifest: Sendable, Equatable {
     /// URL schemes of CFBundleURLTypes, as declared.
     public var urlSchemes: [String]
     /// App groups of its entitlements.
-    public var groups: [String]
+    public var groups: [GroupID]
     /// Ids of all its extensions, widgets or not.
     public var extensionIdentifiers: [BundleID]
 }
@@ -30,7 +30,7 @@ public struct WidgetManifest: Sendable, Equatable {
     public var preferredHeight: Double
     public var marginInsets: Insets
     public var updateInterval: UInt32
-    public var groups: [String]
+    public var groups: [GroupID]
     public var path: String
     /// The provider executable (resolved, inside the bundle); nil when the
     /// manifest names none.

@@ -192,12 +192,12 @@ extension BundleCatalog {
 
     /// The app groups a bundle's entitlements name (SPEC section 3):
     /// `Entitlements.plist`, or else a single `*.entitlements` file.
-    static func entitledGroups(_ bundle: String) throws -> [String] { try entitlements(bundle).groups }
+    static func entitledGroups(_ bundle: String) throws -> [GroupID] { try entitlements(bundle).groups }
 
     /// What a bundle's entitlements grant: app groups, and the network
     /// (`com.apple.security.network.client`, which the sandbox honours).
     struct Entitlements {
-        var groups: [String] = []
+        var groups: [GroupID] = []
         var networkClient = false
     }
 
@@ -228,9 +228,9 @@ extension BundleCatalog {
         guard let list = entry.array else {
             throw BundleProblem(file: path, key: key, message: "must be an <array> of <string> group ids, not <\(entry.typeName)>")
         }
-        var groups: [String] = []
+        var groups: [GroupID] = []
         for item in list {
-            guard let group = item.string, isValidGroupID(group) else {
+            guard let group = item.string.flatMap(GroupID.init(rawValue:)) else {
                 throw BundleProblem(file: path, key: key, message: GroupID.problem(item.string ?? item.typeName))
             }
             if !groups.contains(group) { groups.append(group) }

@@ -15,9 +15,10 @@ final class GroupService: Sendable {
     private let state = Mutex(State())
 
     private struct State {
-        var groups: [String: (store: GroupStore, object: ExportedInterface)] = [:]
+        var groups: [GroupID: (store: GroupStore, object: ExportedInterface)] = [:]
         /// Group id → the bundles entitled to it.
-        var entitled: [String: Set<String>] = [:]
+        /// The bundles entitled to each group, as callers are known.
+        var entitled: [GroupID: Set<String>] = [:]
     }
 
     init(connection: Connection, identities: Identities, directories: Directories, log: Logger) {
@@ -29,7 +30,7 @@ final class GroupService: Sendable {
 
     /// Creates the containers of `groups` that do not exist yet, so a
     /// provider finds the folders TODAY_GROUP_CONTAINERS names.
-    func prepareContainers(_ groups: [String]) {
+    func prepareContainers(_ groups: [GroupID]) {
         let stores = state.withLock { state in groups.compactMap { state.groups[$0]?.store } }
         for store in stores {
             do {
@@ -42,15 +43,15 @@ final class GroupService: Sendable {
 
     /// Brings the Group objects in step with the installed bundles.
     func update(from catalog: BundleCatalog) {
-        var entitled: [String: Set<String>] = [:]
+        var entitled: [GroupID: Set<String>] = [:]
         for app in catalog.apps {
             for group in app.groups { entitled[group, default: []].insert(app.bundleIdentifier.rawValue) }
         }
         for widget in catalog.widgets {
             for group in widget.groups { entitled[group, default: []].insert(widget.bundleIdentifier.rawValue) }
         }
-        var added: [(String, ExportedInterface)] = []
-        let removed = state.withLock { state -> [String] in
+        var added: [(GroupID, ExportedInterface)] = []
+        let removed = state.withLock { state -> [GroupID] in
             state.entitled = entitled
             let removed = state.groups.keys.filter { entitled[$0] == nil }
             for id in removed { state.groups[id] = nil }
@@ -67,15 +68,12 @@ final class GroupService: Sendable {
     }
 
     /// Checks that the caller may use `group` and returns its store.
-    func authorize(_ call: MethodCall, _ group: String) async throws -> GroupStore {
-        guard BundleCatalog.isValidGroupID(group) else {
-            throw TodayError.invalidArgs(GroupID.problem(group))
-        }
+    func authorize(_ call: MethodCall, _ group: GroupID) async throws -> GroupStore {
         guard let bundle = try await identities.caller(of: call).bundleID else {
             throw TodayError.notRegistered("using an app group")
         }
         let (entry, entitled) = state.withLock { ($0.groups[group], $0.entitled[group] ?? []) }
-        guard let entry else { throw TodayError.noSuchGroup(group) }
+        guard let entry else { throw TodayError.noSuchGroup(group.rawValue) }
         guard entitled.contains(bundle) else {
             throw TodayError.notEntitled("'\(bundle)' is not entitled to the app group '\(group)': add it to com.apple.security.application-groups in the bundle's entitlements")
         }
@@ -87,7 +85,7 @@ final class GroupService: Sendable {
         let id = store.identifier
         return ExportedInterface(
             Today.group,
-            properties: [Members.identifier.name: .string(id), Members.containerPath.name: .string(store.containerPath)],
+            properties: [Members.identifier.name: .string(id.rawValue), Members.containerPath.name: .string(store.containerPath)],
             bindings: [
                 Members.get.task { [self] call, key in
                     let store = try await authorize(call, id)

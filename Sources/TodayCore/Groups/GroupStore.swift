@@ -3,6 +3,7 @@ import Glibc
 import Posix
 import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// The shared container and defaults of one app group (SPEC section 4):
 /// `<base>/<group id>/` and `<base>/<group id>/Library/Preferences/<group id>.plist`.
@@ -16,14 +17,14 @@ public final class GroupStore: Sendable {
     public static let maximumValue = 4 << 20
     public static let maximumKey = 1024
 
-    public let identifier: String
+    public let identifier: GroupID
     public let base: String
-    public var containerPath: String { base + "/" + identifier }
-    public var defaultsPath: String { containerPath + "/Library/Preferences/" + identifier + ".plist" }
+    public var containerPath: String { base + "/" + identifier.rawValue }
+    public var defaultsPath: String { containerPath + "/Library/Preferences/" + identifier.rawValue + ".plist" }
 
     private let defaults = Mutex<PlistDictionary?>(nil)
 
-    public init(identifier: String, base: String) {
+    public init(identifier: GroupID, base: String) {
         self.identifier = identifier
         self.base = base
     }
@@ -45,7 +46,7 @@ public final class GroupStore: Sendable {
     /// Creates the container (0700) and returns its path.
     @discardableResult
     public func makeContainer() throws -> String {
-        _ = try openFolder([identifier])
+        _ = try openFolder([identifier.rawValue])
         return containerPath
     }
 
@@ -112,10 +113,10 @@ public final class GroupStore: Sendable {
 
     /// The defaults on disk; empty when there is no file yet.
     private func load() throws -> PlistDictionary {
-        guard let folder = try openFolder([identifier, "Library", "Preferences"], create: false) else { return [:] }
+        guard let folder = try openFolder([identifier.rawValue, "Library", "Preferences"], create: false) else { return [:] }
         let data: Data
         do {
-            let file = try FileDescriptor.open(identifier + ".plist", O_RDONLY | O_NOFOLLOW, in: folder)
+            let file = try FileDescriptor.open(identifier.rawValue + ".plist", O_RDONLY | O_NOFOLLOW, in: folder)
             guard let read = try file.readToEnd(limit: Self.maximumStore * 2) else {
                 throw Failure.storage("\(defaultsPath) is too large to be a group's defaults")
             }
@@ -138,11 +139,11 @@ public final class GroupStore: Sendable {
     }
 
     private func write(_ data: Data) throws {
-        guard let folder = try openFolder([identifier, "Library", "Preferences"]) else {
+        guard let folder = try openFolder([identifier.rawValue, "Library", "Preferences"]) else {
             throw Failure.storage("cannot create \(containerPath)/Library/Preferences")
         }
         do {
-            try DurableFile.write(data, named: identifier + ".plist", in: folder, path: defaultsPath)
+            try DurableFile.write(data, named: identifier.rawValue + ".plist", in: folder, path: defaultsPath)
         } catch {
             throw Failure.storage("\(error)")
         }

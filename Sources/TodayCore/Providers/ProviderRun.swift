@@ -46,7 +46,7 @@ public enum ProviderRun {
         limits.timeout = .seconds(Int(manifest.updateTimeout))
         limits.memory = manifest.memoryLimit
         let container = directories.container(of: manifest.bundleIdentifier)
-        let groups = manifest.groups.map { ($0, directories.groupsFolder + "/" + $0) }
+        let groups = manifest.groups.map { ($0.rawValue, directories.groupsFolder + "/" + $0.rawValue) }
         var sandbox: SandboxPlan?
         switch confinement.support {
         case .available(let bwrap):

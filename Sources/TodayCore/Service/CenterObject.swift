@@ -33,7 +33,7 @@ extension TodayService {
                     [.string(try await service().resolve(url).id)]
                 },
                 Center.containerPathForGroup.task { call, group in
-                    let store = try await service().groups.authorize(call, group.rawValue)
+                    let store = try await service().groups.authorize(call, group)
                     do {
                         return [.string(try store.makeContainer())]
                     } catch {
@@ -41,7 +41,7 @@ extension TodayService {
                     }
                 },
                 Center.groupObject.task { call, group in
-                    let store = try await service().groups.authorize(call, group.rawValue)
+                    let store = try await service().groups.authorize(call, group)
                     return [.objectPath(Today.groupPath(store.identifier))]
                 },
                 Center.registerApp.task { call, id in

@@ -69,7 +69,7 @@ extension TodayService {
             .uint64(data.record.schedule.next.map(ValueMapping.microseconds) ?? 0)
         },
         WidgetPropertyRow(Members.scheduledUpdatesLeftToday, .outcome) { data, now in .uint32(data.record.schedule.left(at: now)) },
-        WidgetPropertyRow(Members.groups, .manifest) { data, _ in .strings(data.manifest.groups) },
+        WidgetPropertyRow(Members.groups, .manifest) { data, _ in .strings(data.manifest.groups.map(\.rawValue)) },
     ]
 
     /// The values of the rows from `sources`, in declaration order.
