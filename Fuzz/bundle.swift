@@ -20,9 +20,9 @@ public func fuzzBundleValidation(_ bytes: UnsafePointer<UInt8>, _ count: Int) ->
     let file = fuzzBundle + "/PlugIns/W.appex/Info.plist"
     _ = FileManager.default.createFile(atPath: file, contents: Data(bytes: bytes, count: count))
     guard let (app, widgets) = try? BundleCatalog.load(app: fuzzBundle) else { return 0 }
-    precondition(app.bundleIdentifier == "org.fuzz.App")
+    precondition(app.bundleIdentifier.rawValue == "org.fuzz.App")
     for widget in widgets {
-        precondition(BundleCatalog.isValidBundleID(widget.bundleIdentifier) && widget.bundleIdentifier.hasPrefix("org.fuzz.App."))
+        precondition(widget.bundleIdentifier.rawValue.hasPrefix("org.fuzz.App."))
         precondition(widget.updateInterval == 0 || widget.updateInterval >= 60)
         precondition((1...3600).contains(widget.updateTimeout) && widget.memoryLimit >= 1 << 20)
         precondition(widget.preferredHeight >= 0 && widget.preferredHeight.isFinite)
