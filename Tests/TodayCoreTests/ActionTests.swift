@@ -112,7 +112,7 @@ import TodayProtocol
 
         // Runs do not overlap: an action waits for the update under way.
         async let update = connection.widget(Self.id, "PerformUpdate")
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await eventually(2) { log().hasSuffix("start perform-update   \n") }, "the update started: \(log())")
         #expect(try await press("refresh") == "no-data")
         _ = try await update
         let lines = log().split(separator: "\n").suffix(4).map(String.init)

@@ -118,7 +118,7 @@ import TodayProtocol
 
         // The whole folder goes, then comes back.
         try FileManager.default.removeItem(at: folder)
-        try await Task.sleep(for: .milliseconds(400))
+        #expect(try await eventually(1.5) { try await widgets() == [.objectPaths([])] }, "the widget goes with its folder")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: staging.url.appendingPathComponent("Live.app"), to: folder.appendingPathComponent("Live.app"))
         #expect(try await eventually(1.5) { try await widgets() == [.objectPaths([path])] })

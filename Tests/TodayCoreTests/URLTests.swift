@@ -103,8 +103,7 @@ import Testing
         #expect(received.value == [.strings([url])])
         #expect(try await Self.lines(out.appendingPathComponent("bundle")).count == 1, "no second process")
         app.close()
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(try await client.center("ResolveURL", [.string(url)]).body == [.string("org.example.Opener")])
+        #expect(try await eventually(2) { try await client.center("ResolveURL", [.string(url)]).body == [.string("org.example.Opener")] })
     }
 
     @Test func desktopEntries() async throws {
