@@ -174,6 +174,7 @@ struct SpawnedProcess {
         }
         // A snapshot that fits in the pipe is written at once.
         feedInput()
+        let inputFitted = stdin < 0
         // Most providers write a little and end within milliseconds. For
         // the quiet period, once its input is written, the thread waits for
         // the process to end and nothing else: what it writes waits in the
@@ -181,8 +182,11 @@ struct SpawnedProcess {
         // every write and at each pipe's closing, while the provider runs
         // on the same processor. After that, output and error are read as
         // they come, so a provider that writes more than a pipe holds is
-        // held up for the quiet period at most.
-        let quietUntil = start + quietPeriod
+        // held up for the quiet period at most. A provider whose previous
+        // snapshot did not fit in the pipe has none: it will likely answer
+        // as much again, and would wait for the quiet period with its
+        // output pipe full.
+        let quietUntil = inputFitted ? start + quietPeriod : start
 
         func stop(_ why: FailureReason, signal: Int32) {
             if reason == nil { reason = why }
