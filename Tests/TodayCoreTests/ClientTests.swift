@@ -144,13 +144,7 @@ import Testing
         #expect(opened.status == 0 && opened.output == "opened in com.e-legion.Traffic\n")
 
         // update and show; watch sees it happen.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: Self.todayctl)
-        watch.arguments = ["watch", "--json"]
-        watch.environment = environment(daemon)
-        let watched = Pipe()
-        watch.standardOutput = watched
-        try watch.run()
+        let watch = try Background(Self.todayctl, ["watch", "--json"], environment: environment(daemon))
         try await Task.sleep(for: .milliseconds(400))
         try await run(["env", "-i"] + environment(daemon).map { "\($0.key)=\($0.value)" } + [Paths.examples + "/AgostiniTech.app/agostini-tech"])
         let updated = try await todayctl(daemon, ["update", Self.latestPost])
@@ -161,9 +155,8 @@ import Testing
         #expect(shown.output.contains("(1 widget without content hidden"))
         let cards = try json(try await todayctl(daemon, ["show", Self.latestPost, "--json"]).output)
         #expect(cards.array?.first?["snapshot"]?["url"]?.string == "agostiniTech://openPost?postID=42")
-        let text = try await read(watched) { $0.contains(#""event":"updated""#) && $0.contains(#""Snapshot""#) && $0.hasSuffix("\n") }
-        kill(watch.processIdentifier, SIGKILL)
-        watch.waitUntilExit()
+        let text = try await read(watch.output) { $0.contains(#""event":"updated""#) && $0.contains(#""Snapshot""#) && $0.hasSuffix("\n") }
+        watch.stop()
         let events = text.split(separator: "\n")
         let parsed = try events.map { try json(String($0)) }
         #expect(parsed.contains { $0["event"]?.string == "updated" && $0["object"]?.string == Self.latestPost && $0["result"]?.string == "new-data" }, "\(events)")

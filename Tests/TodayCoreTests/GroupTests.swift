@@ -33,16 +33,23 @@ import TodayProtocol
         return bundles
     }
 
-    /// The daemon serving `bundles()`, and a connection registered as the app.
-    func withRegisteredApp(_ body: (TodayDaemon, Connection) async throws -> Void) async throws {
+    /// The daemon serving `bundles()`, and a connection to it.
+    func withDaemon(_ body: (TodayDaemon, Connection) async throws -> Void) async throws {
         let bundles = try Self.bundles()
         defer { bundles.remove() }
         let daemon = try TodayDaemon(bundles: [bundles.path])
         defer { daemon.stop() }
         let app = try await daemon.ready()
         defer { app.close() }
-        try await app.center("RegisterApp", [.string("org.example.App")])
         try await body(daemon, app)
+    }
+
+    /// The daemon serving `bundles()`, and a connection registered as the app.
+    func withRegisteredApp(_ body: (TodayDaemon, Connection) async throws -> Void) async throws {
+        try await withDaemon { daemon, app in
+            try await app.center("RegisterApp", [.string("org.example.App")])
+            try await body(daemon, app)
+        }
     }
 
     static func errorName(_ body: () async throws -> Void) async -> String {
@@ -111,64 +118,60 @@ import TodayProtocol
     }
 
     @Test func whoMayUseAGroup() async throws {
-        let bundles = try Self.bundles()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let app = try await daemon.ready()
-        defer { app.close() }
-        let anonymous = try Connection(address: daemon.address)
-        defer { anonymous.close() }
-        let stranger = try Connection(address: daemon.address)
-        defer { stranger.close() }
-        try await stranger.center("RegisterApp", [.string("org.example.Stranger")])
-        let widget = try Connection(address: daemon.address)
-        defer { widget.close() }
-        try await widget.center("RegisterApp", [.string("org.example.App.W")])
+        try await withDaemon { daemon, app in
+            let anonymous = try Connection(address: daemon.address)
+            defer { anonymous.close() }
+            let stranger = try Connection(address: daemon.address)
+            defer { stranger.close() }
+            try await stranger.center("RegisterApp", [.string("org.example.Stranger")])
+            let widget = try Connection(address: daemon.address)
+            defer { widget.close() }
+            try await widget.center("RegisterApp", [.string("org.example.App.W")])
 
-        let ns = "io.github.todayd.Today1.Error."
-        #expect(await Self.errorName { try await call(anonymous, "GetAll") } == ns + "NotRegistered")
-        #expect(await Self.errorName { try await call(stranger, "GetAll") } == ns + "NotEntitled")
-        #expect(await Self.errorName { try await stranger.center("ContainerPathForGroup", [.string(Self.group)]) } == ns + "NotEntitled")
-        #expect(await Self.errorName { try await stranger.center("GroupObject", [.string(Self.group)]) } == ns + "NotEntitled")
-        #expect(await Self.errorName { try await app.center("GroupObject", [.string(Self.group)]) } == ns + "NotRegistered")
-        #expect(await Self.errorName { try await app.center("RegisterApp", [.string("org.example.Nope")]) } == ns + "NoSuchBundle")
-        try await app.center("RegisterApp", [.string("org.example.App")])
-        #expect(await Self.errorName { try await app.center("RegisterApp", [.string("org.example.App")]) } == ns + "AlreadyRegistered")
-        #expect(await Self.errorName { try await app.center("GroupObject", [.string("group.org.example.unknown")]) } == ns + "NoSuchGroup")
-        for bad in ["group.a/../b", "../etc", "group.", "group.a\u{0}b", "group." + String(repeating: "a", count: 300)] {
-            #expect(await Self.errorName { try await app.center("ContainerPathForGroup", [.string(bad)]) } == "org.freedesktop.DBus.Error.InvalidArgs", "\(bad)")
-        }
-        #expect(try await app.center("GroupObject", [.string(Self.group)]).body == [.objectPath(Self.groupPath)])
-        let container = try await app.center("ContainerPathForGroup", [.string(Self.group)]).body.first?.string ?? ""
-        #expect(container == daemon.home.path + "/data/todayd/groups/\(Self.group)")
-        #expect(FileSystem.isDirectory(container))
-        // ContainerPath is for entitled callers only, and not in GetManagedObjects.
-        let read = { (connection: Connection) in
-            try await connection.call(
-                Today.busName, path: Self.groupPath, interface: .properties, member: MemberName("Get"),
-                [.string(Today.group.name.rawValue), .string("ContainerPath")])
-        }
-        #expect(try await read(app).body == [.variant(.string(container))])
-        #expect(await Self.errorName { _ = try await read(stranger) } == ns + "NotEntitled")
-        let managed = try await anonymous.call(Today.busName, path: Today.managerPath, interface: .objectManager, member: MemberName("GetManagedObjects"))
-        #expect(!"\(managed.body)".contains("ContainerPath"))
-
-        // Changed reaches the registered, entitled connections only.
-        let heard = Locked<[String]>([])
-        for (name, connection) in [("app", app), ("widget", widget), ("stranger", stranger), ("anonymous", anonymous)] {
-            try await connection.subscribe(MatchRule(interface: Today.group.name, member: MemberName("Changed"))) { message in
-                heard.withLock { $0.append("\(name) \(message.body.first?.elements?.compactMap(\.string) ?? [])") }
+            let ns = "io.github.todayd.Today1.Error."
+            #expect(await Self.errorName { try await call(anonymous, "GetAll") } == ns + "NotRegistered")
+            #expect(await Self.errorName { try await call(stranger, "GetAll") } == ns + "NotEntitled")
+            #expect(await Self.errorName { try await stranger.center("ContainerPathForGroup", [.string(Self.group)]) } == ns + "NotEntitled")
+            #expect(await Self.errorName { try await stranger.center("GroupObject", [.string(Self.group)]) } == ns + "NotEntitled")
+            #expect(await Self.errorName { try await app.center("GroupObject", [.string(Self.group)]) } == ns + "NotRegistered")
+            #expect(await Self.errorName { try await app.center("RegisterApp", [.string("org.example.Nope")]) } == ns + "NoSuchBundle")
+            try await app.center("RegisterApp", [.string("org.example.App")])
+            #expect(await Self.errorName { try await app.center("RegisterApp", [.string("org.example.App")]) } == ns + "AlreadyRegistered")
+            #expect(await Self.errorName { try await app.center("GroupObject", [.string("group.org.example.unknown")]) } == ns + "NoSuchGroup")
+            for bad in ["group.a/../b", "../etc", "group.", "group.a\u{0}b", "group." + String(repeating: "a", count: 300)] {
+                #expect(await Self.errorName { try await app.center("ContainerPathForGroup", [.string(bad)]) } == "org.freedesktop.DBus.Error.InvalidArgs", "\(bad)")
             }
+            #expect(try await app.center("GroupObject", [.string(Self.group)]).body == [.objectPath(Self.groupPath)])
+            let container = try await app.center("ContainerPathForGroup", [.string(Self.group)]).body.first?.string ?? ""
+            #expect(container == daemon.home.path + "/data/todayd/groups/\(Self.group)")
+            #expect(FileSystem.isDirectory(container))
+            // ContainerPath is for entitled callers only, and not in GetManagedObjects.
+            let read = { (connection: Connection) in
+                try await connection.call(
+                    Today.busName, path: Self.groupPath, interface: .properties, member: MemberName("Get"),
+                    [.string(Today.group.name.rawValue), .string("ContainerPath")])
+            }
+            #expect(try await read(app).body == [.variant(.string(container))])
+            #expect(await Self.errorName { _ = try await read(stranger) } == ns + "NotEntitled")
+            let managed = try await anonymous.call(Today.busName, path: Today.managerPath, interface: .objectManager, member: MemberName("GetManagedObjects"))
+            #expect(!"\(managed.body)".contains("ContainerPath"))
+
+            // Changed reaches the registered, entitled connections only.
+            let heard = Locked<[String]>([])
+            for (name, connection) in [("app", app), ("widget", widget), ("stranger", stranger), ("anonymous", anonymous)] {
+                try await connection.subscribe(MatchRule(interface: Today.group.name, member: MemberName("Changed"))) { message in
+                    heard.withLock { $0.append("\(name) \(message.body.first?.elements?.compactMap(\.string) ?? [])") }
+                }
+            }
+            try await call(widget, "Set", [.string("greeting"), .variant(.string("hello"))])
+            _ = try await eventually { heard.value.count >= 2 }
+            // A signal todayd sent a connection arrives before todayd's answer
+            // to a later call from it: after these, nothing more can come.
+            for connection in [app, widget, stranger, anonymous] {
+                _ = try await connection.call(Today.busName, path: Today.managerPath, interface: .peer, member: MemberName("Ping"))
+            }
+            #expect(heard.value.sorted() == ["app [\"greeting\"]", "widget [\"greeting\"]"])
         }
-        try await call(widget, "Set", [.string("greeting"), .variant(.string("hello"))])
-        _ = try await eventually { heard.value.count >= 2 }
-        // A signal todayd sent a connection arrives before todayd's answer
-        // to a later call from it: after these, nothing more can come.
-        for connection in [app, widget, stranger, anonymous] {
-            _ = try await connection.call(Today.busName, path: Today.managerPath, interface: .peer, member: MemberName("Ping"))
-        }
-        #expect(heard.value.sorted() == ["app [\"greeting\"]", "widget [\"greeting\"]"])
     }
 
     @Test func aProviderUsesItsGroups() async throws {

@@ -142,6 +142,29 @@ func eventually(_ seconds: Double = 3, _ body: () async throws -> Bool) async th
     return try await body()
 }
 
+/// A program that runs beside a test, its standard output in a pipe for
+/// `read(_:until:)`; killed by `stop()` (or at the latest by `deinit`).
+final class Background {
+    let process = Process()
+    let output = Pipe()
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardOutput = output
+        try process.run()
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
 /// What `pipe` gives until `enough` says so, for at most `seconds`.
 func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: Double = 5) async throws -> String {
     var text = ""

@@ -48,9 +48,7 @@ import TodayProtocol
         #expect(alone.results == Self.widgets)
 
         // An applet that subscribes to every signal, then never reads again.
-        let applet = Process()
-        applet.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        applet.arguments = [
+        let applet = try Background("/usr/bin/python3", [
             "-c",
             """
             import dbus, sys, time
@@ -60,15 +58,9 @@ import TodayProtocol
             time.sleep(3600)
             """,
             daemon.address,
-        ]
-        let said = Pipe()
-        applet.standardOutput = said
-        try applet.run()
-        defer {
-            kill(applet.processIdentifier, SIGKILL)
-            applet.waitUntilExit()
-        }
-        #expect(try await read(said) { $0.contains("subscribed") }.contains("subscribed"))
+        ])
+        defer { applet.stop() }
+        #expect(try await read(applet.output) { $0.contains("subscribed") }.contains("subscribed"))
 
         var stalled: [Double] = []
         var resident: [Int] = []
@@ -79,7 +71,7 @@ import TodayProtocol
             resident.append(AdversarialTests.residentKiB(pid))
         }
         // The applet was still connected, its queue full, not read.
-        #expect(applet.isRunning)
+        #expect(applet.process.isRunning)
         let (before, after) = (Self.p99(alone.latencies), Self.p99(stalled))
         #expect(
             after <= 2 * before + 0.002,

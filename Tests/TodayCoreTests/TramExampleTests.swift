@@ -41,17 +41,8 @@ import TodayProtocol
 
         // And `todayctl watch`, whose line for a switch must not carry a
         // time before the entry's date.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: Paths.todayctl)
-        watch.arguments = ["watch"]
-        watch.environment = environment.merging(["TZ": "UTC"]) { $1 }
-        let watched = Pipe()
-        watch.standardOutput = watched
-        try watch.run()
-        defer {
-            kill(watch.processIdentifier, SIGKILL)
-            watch.waitUntilExit()
-        }
+        let watch = try Background(Paths.todayctl, ["watch"], environment: environment.merging(["TZ": "UTC"]) { $1 })
+        defer { watch.stop() }
 
         // Each edit asks for a new timeline (ReloadAllTimelines): one
         // update each, as the edits come one after the other.
@@ -88,7 +79,7 @@ import TodayProtocol
         let list = try await run(env + [tram, "list"])
         #expect(list.output.split(separator: "\n").count == 2, "\(list.output)")
         // "HH:MM:SS org.example.Tram.Departures: CurrentEntryDate=YYYY-MM-DDTHH:MM:SSZ … Snapshot=…"
-        let lines = try await read(watched, until: { $0.contains("No more trams") && $0.hasSuffix("\n") })
+        let lines = try await read(watch.output, until: { $0.contains("No more trams") && $0.hasSuffix("\n") })
             .split(separator: "\n").filter { $0.contains("CurrentEntryDate=") && !$0.contains("LastUpdated=") }
         #expect(lines.count >= 2, "the two switches: \(lines)")
         for line in lines {

@@ -35,45 +35,44 @@ extension BundleCatalog {
         return valid
     }
 
-    static func string(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String = "") throws -> String? {
+    /// The value of `key` as the type `read` takes out of it, nil where the
+    /// key is absent, and a problem that names the type (`a <string>`)
+    /// where it holds another.
+    static func typed<T>(
+        _ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String, _ type: String, _ read: (PlistValue) -> T?
+    ) throws -> T? {
         guard let value = dictionary[key] else { return nil }
-        guard let text = value.string else {
-            throw BundleProblem(file: file, key: prefix + key, message: "must be a <string>, not <\(value.typeName)>")
-        }
-        return text
-    }
-
-    static func dictionary(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String = "") throws -> PlistDictionary? {
-        guard let value = dictionary[key] else { return nil }
-        guard let result = value.dictionary else {
-            throw BundleProblem(file: file, key: prefix + key, message: "must be a <dict>, not <\(value.typeName)>")
+        guard let result = read(value) else {
+            throw BundleProblem(file: file, key: prefix + key, message: "must be \(type), not <\(value.typeName)>")
         }
         return result
     }
 
+    static func string(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String = "") throws -> String? {
+        try typed(dictionary, key, in: file, prefix: prefix, "a <string>") { $0.string }
+    }
+
+    static func dictionary(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String = "") throws -> PlistDictionary? {
+        try typed(dictionary, key, in: file, prefix: prefix, "a <dict>") { $0.dictionary }
+    }
+
+    /// A <real>, or an <integer> taken as one.
     static func number(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Double? {
-        guard let value = dictionary[key] else { return nil }
-        switch value {
-        case .real(let d): return d
-        case .integer(let i): return Double(i)
-        default: throw BundleProblem(file: file, key: prefix + key, message: "must be a <real>, not <\(value.typeName)>")
+        try typed(dictionary, key, in: file, prefix: prefix, "a <real>") { value in
+            switch value {
+            case .real(let d): d
+            case .integer(let i): Double(i)
+            default: nil
+            }
         }
     }
 
     static func boolean(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Bool? {
-        guard let value = dictionary[key] else { return nil }
-        guard let flag = value.bool else {
-            throw BundleProblem(file: file, key: prefix + key, message: "must be <true/> or <false/>, not <\(value.typeName)>")
-        }
-        return flag
+        try typed(dictionary, key, in: file, prefix: prefix, "<true/> or <false/>") { $0.bool }
     }
 
     static func integer(_ dictionary: PlistDictionary, _ key: String, in file: String, prefix: String) throws -> Int64? {
-        guard let value = dictionary[key] else { return nil }
-        guard let number = value.int64 else {
-            throw BundleProblem(file: file, key: prefix + key, message: "must be an <integer>, not <\(value.typeName)>")
-        }
-        return number
+        try typed(dictionary, key, in: file, prefix: prefix, "an <integer>") { $0.int64 }
     }
 
     /// Reverse-DNS: `[A-Za-z0-9.-]`, at most 255 bytes, no empty component.
