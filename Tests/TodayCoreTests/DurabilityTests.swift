@@ -13,14 +13,17 @@ import TodayProtocol
 
     static func bundles() throws -> BundleFolder {
         let bundles = try BundleFolder()
-        // Each run returns a new title: the run's number.
+        // Each run returns a new title: the run's number. The count is
+        // replaced whole (a provider killed with todayd between `>`'s
+        // truncation and its write would start counting again from 1).
         try bundles.addApp(
             "org.example.Durable",
             widgets: [
                 .init(
                     name: "W",
                     script: """
-                        n=$(cat "$TODAY_CONTAINER/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$TODAY_CONTAINER/n"
+                        n=$(cat "$TODAY_CONTAINER/n" 2>/dev/null || echo 0); n=$((n + 1))
+                        echo $n > "$TODAY_CONTAINER/n.new" && mv "$TODAY_CONTAINER/n.new" "$TODAY_CONTAINER/n"
                         printf '{"result": "new-data", "snapshot": {"title": "%s"}}' "$n"
                         """, groups: [group])
             ])
