@@ -137,6 +137,31 @@ import TodayProtocol
         #expect(try await eventually { try await run(["pgrep", "-f", "sleep 307"]).output.isEmpty }, "processes were left")
     }
 
+    /// A provider replaced in place by a new build, here a Swift program
+    /// copied over a script, runs in a sandbox made for the new file, with
+    /// its runtime's folder bound; the old plan had none.
+    @Test(.enabled(if: available, "bwrap cannot make namespaces on this machine"))
+    func aProviderReplacedInPlaceGetsASandboxForTheNewFile() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Swap", widgets: [.init(name: "W", script: #"printf '{"result": "new-data", "snapshot": {"title": "script"}}'"#)])
+        let daemon = try TodayDaemon(bundles: [bundles.path], path: "/usr/bin:/bin")
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let widget = "org.example.Swap.W"
+        #expect(try await client.property(widget, "Sandboxed") == .boolean(true))
+        #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
+
+        let swift = Paths.root.appendingPathComponent(".build/debug/trivial-provider").path
+        #expect(!SandboxPlan.libraryFolders(of: swift).filter { !$0.hasPrefix("/usr/") }.isEmpty, "the Swift provider loads its runtime from outside /usr")
+        let provider = bundles.url.appendingPathComponent("org.example.Swap.app/PlugIns/W.appex/provider").path
+        let copied = try await run(["cp", swift, provider])
+        #expect(copied.status == 0, "\(copied.error)")
+        #expect(try await client.widget(widget, "PerformUpdate").body == [.string("no-data")])
+        #expect(try await client.property(widget, "LastFailure") == .string(""))
+    }
+
     @Test func withoutBwrapProvidersRunUnconfinedOrFail() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }

@@ -102,6 +102,8 @@ public struct ExecProvider: Sendable {
     let ownVariables: [(name: String, value: String)]
     /// The sandbox it runs in; nil: unconfined.
     public let sandbox: SandboxPlan?
+    /// The executable's file when this provider was made.
+    let executableFile: FileIdentity?
 
     public init(
         widgetID: String, executable: String, container: String, groupContainers: [(String, String)],
@@ -115,6 +117,7 @@ public struct ExecProvider: Sendable {
         self.environment = environment
         self.limits = limits
         self.sandbox = sandbox
+        executableFile = FileIdentity(of: executable)
         // What the provider sees: the session's environment, ours on top.
         var own = [
             ("TODAY_WIDGET_ID", widgetID), ("TODAY_CONTAINER", container),
@@ -125,6 +128,11 @@ public struct ExecProvider: Sendable {
         ownVariables = own.map { (name: $0.0, value: $0.1) }
         launch = (Self.launchArguments(executable, ["perform-update"], sandbox), Self.launchEnvironment(environment, ownVariables))
     }
+
+    /// Whether the executable was replaced or changed since this provider
+    /// was made (a new build copied over the old one): its sandbox, made
+    /// from the old file's library folders, may no longer fit.
+    var executableChanged: Bool { FileIdentity(of: executable) != executableFile }
 
     /// The program started: bwrap, when the provider runs sandboxed.
     var program: String { sandbox?.bwrap ?? executable }
@@ -273,5 +281,26 @@ public struct ExecProvider: Sendable {
         case nil:
             return .failed(.badOutput("'result' must be new-data, no-data or failed, not \(result.map { "'\($0)'" } ?? "missing")"))
         }
+    }
+}
+
+/// Which file a path names, and its version: device, inode, size and
+/// modification time, as stat(2) gives them.
+struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modified: Int64
+    let modifiedNanoseconds: Int64
+
+    /// Nil where the path cannot be looked at.
+    init?(of path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec)
+        modifiedNanoseconds = Int64(info.st_mtim.tv_nsec)
     }
 }

@@ -195,10 +195,13 @@ extension TodayService {
         let id = manifest.bundleIdentifier
         slots.run { [self] in
             // The executable is resolved once per manifest (a rescan that
-            // changes the bundle brings a new one) and again after it could
-            // not be started. What was resolved is what runs, whatever the
-            // bundle's links say later.
-            let kept = widget.data.withLock { $0.provider }
+            // changes the bundle brings a new one), again after it could not
+            // be started, and again when the file was replaced in place
+            // (its sandbox follows the new file's library folders). What
+            // was resolved is what runs, whatever the bundle's links say
+            // later.
+            var kept = widget.data.withLock { $0.provider }
+            if case .success(let provider)? = kept, provider.executableChanged { kept = nil }
             let prepared =
                 kept
                 ?? ProviderRun.execProvider(
