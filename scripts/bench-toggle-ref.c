@@ -5,9 +5,7 @@
  * new-data; and answers GetAll with the same snapshot. No provider runs.
  * bench-toggle measures it as it measures todayd.
  *   bench-toggle-ref NAME */
-#include <dbus/dbus.h>
-#include <stdio.h>
-#include <string.h>
+#include "bench-service.h"
 
 static const char *widget = "io.github.todayd.Today1.Widget";
 static dbus_bool_t state;
@@ -87,11 +85,7 @@ static DBusHandlerResult on_message(DBusConnection *connection, DBusMessage *mes
     dbus_message_iter_close_container(&it, &none);
     dbus_connection_send(connection, changed, NULL);
     dbus_message_unref(changed);
-    const char *result = "new-data";
-    DBusMessage *reply = dbus_message_new_method_return(message);
-    dbus_message_append_args(reply, DBUS_TYPE_STRING, &result, DBUS_TYPE_INVALID);
-    dbus_connection_send(connection, reply, NULL);
-    dbus_message_unref(reply);
+    bench_reply_result(connection, message, "new-data");
     return DBUS_HANDLER_RESULT_HANDLED;
 }
 
@@ -100,18 +94,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench-toggle-ref NAME\n");
         return 2;
     }
-    DBusError error;
-    dbus_error_init(&error);
-    DBusConnection *connection = dbus_bus_get(DBUS_BUS_SESSION, &error);
-    if (!connection) {
-        fprintf(stderr, "bench-toggle-ref: %s\n", error.message);
-        return 1;
-    }
-    if (dbus_bus_request_name(connection, argv[1], DBUS_NAME_FLAG_DO_NOT_QUEUE, &error) != DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) {
-        fprintf(stderr, "bench-toggle-ref: cannot own %s\n", argv[1]);
-        return 1;
-    }
-    dbus_connection_add_filter(connection, on_message, NULL, NULL);
-    while (dbus_connection_read_write_dispatch(connection, -1)) {}
-    return 0;
+    return bench_serve("bench-toggle-ref", argv[1], on_message);
 }

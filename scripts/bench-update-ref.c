@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "bench-provider.h"
+#include "bench-service.h"
 
 static const char *executable;
 static int parse;
@@ -117,10 +118,7 @@ static DBusHandlerResult on_message(DBusConnection *connection, DBusMessage *mes
         bench_run_provider(executable);
     }
     announce(connection, dbus_message_get_path(message), result);
-    DBusMessage *reply = dbus_message_new_method_return(message);
-    dbus_message_append_args(reply, DBUS_TYPE_STRING, &result, DBUS_TYPE_INVALID);
-    dbus_connection_send(connection, reply, NULL);
-    dbus_message_unref(reply);
+    bench_reply_result(connection, message, result);
     return DBUS_HANDLER_RESULT_HANDLED;
 }
 
@@ -132,20 +130,5 @@ int main(int argc, char **argv) {
     parse = argc == 4;
     signal(SIGPIPE, SIG_IGN);
     executable = argv[2];
-    DBusError error;
-    dbus_error_init(&error);
-    DBusConnection *connection = dbus_bus_get(DBUS_BUS_SESSION, &error);
-    if (!connection) {
-        fprintf(stderr, "%s\n", error.message);
-        return 1;
-    }
-    dbus_connection_set_exit_on_disconnect(connection, TRUE);
-    if (dbus_bus_request_name(connection, argv[1], DBUS_NAME_FLAG_DO_NOT_QUEUE, &error) !=
-        DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) {
-        fprintf(stderr, "could not own %s\n", argv[1]);
-        return 1;
-    }
-    dbus_connection_add_filter(connection, on_message, NULL, NULL);
-    while (dbus_connection_read_write_dispatch(connection, -1)) {}
-    return 0;
+    return bench_serve("bench-update-ref", argv[1], on_message);
 }

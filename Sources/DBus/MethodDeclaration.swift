@@ -80,8 +80,8 @@ public struct VariantDictionary: DBusArgument, Hashable {
     public init(_ entries: [(String, Value)]) { value = .vardict(entries) }
     /// `value` where it is an `a{sv}`.
     public init?(_ value: Value) {
-        guard value.type == Self.dbusType else { return nil }
-        self.value = value
+        guard let checked = try? Self(dbusValue: value) else { return nil }
+        self = checked
     }
     public init(dbusValue value: Value) throws {
         guard value.type == Self.dbusType else { throw Self.mismatch(value) }

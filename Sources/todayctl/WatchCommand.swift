@@ -81,25 +81,25 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
 /// A byte as two lowercase hexadecimal digits.
 func hex(_ byte: UInt8) -> String { (byte < 16 ? "0" : "") + String(byte, radix: 16) }
 
-/// The local time of day, HH:mm:ss (the C library's local time, which
-/// follows TZ and /etc/localtime). The seconds come from CLOCK_REALTIME:
-/// `time()` reads the kernel's coarse clock, up to a tick behind, so an
-/// event a few milliseconds after a whole second, as a timeline entry's
-/// switch is, would be printed with the second before.
-func timestamp() -> String {
+/// Now, in µs since the epoch, from CLOCK_REALTIME: `time()` reads the
+/// kernel's coarse clock, up to a tick behind, so an event a few
+/// milliseconds after a whole second, as a timeline entry's switch is,
+/// would be printed with the second before.
+func nowMicroseconds() -> UInt64 {
     var clock = timespec()
     clock_gettime(CLOCK_REALTIME, &clock)
-    var now = clock.tv_sec
-    var parts = tm()
-    guard localtime_r(&now, &parts) != nil else { return "--:--:--" }
-    return [parts.tm_hour, parts.tm_min, parts.tm_sec].map { ($0 < 10 ? "0" : "") + String($0) }.joined(separator: ":")
+    return UInt64(clamping: clock.tv_sec) &* 1_000_000 &+ UInt64(clamping: clock.tv_nsec / 1000)
 }
 
-/// A date in µs since the epoch in local time: `HH:MM:SS` today,
-/// `YYYY-MM-DD HH:MM` on another day.
+/// The local time of day now, HH:MM:SS.
+func timestamp() -> String { localTime(nowMicroseconds()) }
+
+/// A date in µs since the epoch in local time (the C library's, which
+/// follows TZ and /etc/localtime): `HH:MM:SS` today, `YYYY-MM-DD HH:MM:SS`
+/// on another day.
 func localTime(_ microseconds: UInt64) -> String {
     var seconds = time_t(clamping: microseconds / 1_000_000)
-    var now = time(nil)
+    var now = time_t(clamping: nowMicroseconds() / 1_000_000)
     var parts = tm()
     var today = tm()
     guard localtime_r(&seconds, &parts) != nil, localtime_r(&now, &today) != nil else { return "?" }

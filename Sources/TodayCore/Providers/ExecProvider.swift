@@ -283,24 +283,3 @@ public struct ExecProvider: Sendable {
         }
     }
 }
-
-/// Which file a path names, and its version: device, inode, size and
-/// modification time, as stat(2) gives them.
-struct FileIdentity: Equatable, Sendable {
-    let device: UInt64
-    let inode: UInt64
-    let size: Int64
-    let modified: Int64
-    let modifiedNanoseconds: Int64
-
-    /// Nil where the path cannot be looked at.
-    init?(of path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        size = Int64(info.st_size)
-        modified = Int64(info.st_mtim.tv_sec)
-        modifiedNanoseconds = Int64(info.st_mtim.tv_nsec)
-    }
-}
