@@ -33,7 +33,12 @@ int today_set_thread_nice(int nice) { return setpriority(PRIO_PROCESS, (id_t)get
 
 void today_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
-void today_malloc_map_large_blocks(int bytes) { mallopt(M_MMAP_THRESHOLD, bytes); }
+void today_malloc_thresholds(int map_bytes, int trim_bytes) {
+    mallopt(M_MMAP_THRESHOLD, map_bytes);
+    mallopt(M_TRIM_THRESHOLD, trim_bytes);
+}
+
+void today_malloc_give_back(void) { malloc_trim(0); }
 
 int today_pidfd_open(pid_t pid) {
 #ifdef SYS_pidfd_open

@@ -48,7 +48,8 @@ public final class ExportedInterface: Sendable {
         var values: [String: Value]
         weak var connection: Connection?
         var path: ObjectPath?
-        /// GetAll's reply body, marshalled at the first GetAll after a change.
+        /// GetAll's reply body, marshalled at the first GetAll after a
+        /// change, unless it is large (`keptReplyLimit`).
         var getAllReply: MessageHandle?
     }
 
@@ -132,18 +133,30 @@ public final class ExportedInterface: Sendable {
     /// The reply to a GetAll `call`: a copy of the body marshalled at the
     /// first GetAll since the last change, addressed to the caller. A panel
     /// reading many widgets many times pays for marshalling once per change.
+    /// A large body (a picture's megabyte) is marshalled for each call
+    /// instead: that is one copy of the bytes, as copying the kept body
+    /// would be, and keeping it would hold the bytes twice.
     func getAllReply(to call: MessageHandle) throws -> MessageHandle {
         try state.withLock { state in
-            let template: MessageHandle
-            if let kept = state.getAllReply {
-                template = kept
-            } else {
-                template = try MessageHandle.replyTemplate([.vardict(readable(state))])
-                state.getAllReply = template
+            if let kept = state.getAllReply { return try kept.reply(to: call) }
+            let values = readable(state)
+            let body = Value.vardict(values)
+            guard body.approximateSize < Self.keptReplyLimit else {
+                // The large values last: the body then grows to its size
+                // once, where a value after them would double it past that.
+                let isLarge = { (entry: (String, Value)) in entry.1.approximateSize >= Self.keptReplyLimit }
+                let reply = try MessageHandle.methodReturn(to: call)
+                try reply.append([.vardict(values.filter { !isLarge($0) } + values.filter(isLarge))])
+                return reply
             }
+            let template = try MessageHandle.replyTemplate([body])
+            state.getAllReply = template
             return try template.reply(to: call)
         }
     }
+
+    /// GetAll bodies of about this many bytes or more are not kept.
+    static let keptReplyLimit = 64 << 10
 
     /// The readable properties any caller may see.
     var publicProperties: [(String, Value)] {

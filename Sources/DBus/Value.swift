@@ -169,6 +169,22 @@ public enum Value: Hashable, Sendable {
 }
 
 /// One entry of a D-Bus dictionary.
+extension Value {
+    /// About how many bytes the value takes marshalled: strings and byte
+    /// strings at their length, every other value at 8.
+    public var approximateSize: Int {
+        switch self {
+        case .string(let text): text.utf8.count
+        case .objectPath(let path): path.rawValue.utf8.count
+        case .bytes(let bytes): bytes.count
+        case .array(_, let elements), .structure(let elements): elements.reduce(0) { $0 + $1.approximateSize }
+        case .dictionary(_, _, let entries): entries.reduce(0) { $0 + $1.key.approximateSize + $1.value.approximateSize }
+        case .variant(let value): value.approximateSize
+        default: 8
+        }
+    }
+}
+
 public struct DictionaryEntry: Hashable, Sendable {
     public var key: Value
     public var value: Value

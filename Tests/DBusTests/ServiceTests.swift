@@ -150,6 +150,52 @@ import Testing
         }
     }
 
+    /// A GetAll body of a megabyte is not kept: each call gets one made for
+    /// it, with the large values last (in their order), and a later small
+    /// body is kept again.
+    @Test func aLargeGetAllReplyIsMadeForEachCall() async throws {
+        try await withPrivateBus { bus, server in
+            let object = TestObject.make()
+            server.objects.export(TestObject.path, [object])
+            let client = try bus.connect()
+            defer { client.close() }
+            let d = BusName(rawValue: server.uniqueName)
+            func getAll() async throws -> [DictionaryEntry] {
+                let reply = try await client.call(
+                    d, path: TestObject.path, interface: .properties, member: MemberName("GetAll"),
+                    [.string("org.example.Test1")])
+                guard case .dictionary(_, _, let entries)? = reply.body.first else {
+                    Issue.record("GetAll answered \(reply.body)")
+                    return []
+                }
+                return entries
+            }
+            let picture = Data((0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let long = String(repeating: "hello ", count: 20_000)
+            object.set("Blob", .bytes(picture))
+            object.set("Greeting", .string(long))
+            for _ in 0..<2 {
+                let entries = try await getAll()
+                #expect(entries.map(\.key) == ["Count", "Serial", "Greeting", "Blob"].map { Value.string($0) })
+                let values = [Value.variant(.uint32(0)), .variant(.string("A-1")), .variant(.string(long)), .variant(.bytes(picture))]
+                let same = entries.map(\.value) == values
+                #expect(same, "GetAll's values differ from those set")
+            }
+            object.set("Blob", .bytes(Data([4])))
+            object.set("Greeting", .string("hi"))
+            for _ in 0..<2 {
+                let entries = try await getAll()
+                #expect(entries.map(\.key) == ["Greeting", "Count", "Serial", "Blob"].map { Value.string($0) })
+                #expect(entries.last?.value == .variant(.bytes(Data([4]))))
+            }
+        }
+    }
+
+    @Test func approximateSizesCountTheBytes() {
+        #expect(Value.bytes(Data(count: 70_000)).approximateSize == 70_000)
+        #expect(Value.vardict([("a", .string("hello")), ("b", .uint32(1))]).approximateSize == 1 + 5 + 1 + 8)
+    }
+
     @Test func objectManagerAnnouncesObjects() async throws {
         try await withPrivateBus { bus, server in
             let root = ObjectPath("/org/example")

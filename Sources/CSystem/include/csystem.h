@@ -24,10 +24,15 @@ void today_set_thread_name(const char *name);
 /// (pidfd_open, Linux 5.3); -1 with errno where the kernel lacks it.
 int today_pidfd_open(pid_t pid);
 
-/// Makes malloc serve every block of `bytes` or more with its own mapping,
-/// returned to the system when freed (a fixed M_MMAP_THRESHOLD, which also
-/// stops glibc from raising its thresholds after large frees).
-void today_malloc_map_large_blocks(int bytes);
+/// Sets malloc's thresholds: every block of `map_bytes` or more gets a
+/// mapping of its own, returned to the system when freed; free memory over
+/// `trim_bytes` at the top of a heap goes back too. Fixed values also stop
+/// glibc from raising its thresholds after large frees.
+void today_malloc_thresholds(int map_bytes, int trim_bytes);
+
+/// Gives the free memory of every malloc arena back to the system
+/// (malloc_trim), the pages inside a heap as well as its top.
+void today_malloc_give_back(void);
 
 /// How a program is started (`today_spawn`).
 enum {

@@ -181,7 +181,7 @@ public struct ExecProvider: Sendable {
     ) async -> ProviderOutcome {
         await withCheckedContinuation { continuation in
             Self.runners.run {
-                continuation.resume(returning: runBlocking(previous: previous, action: action, running: running, log: log))
+                continuation.resume(returning: runBlocking(previous: previous, action: action, running: running, log: log).outcome)
             }
         }
     }
@@ -190,17 +190,18 @@ public struct ExecProvider: Sendable {
     /// queue's threads are reused from run to run.
     static let runners = BlockingThreads()
 
-    /// One run: an update, or with `action` that action.
+    /// One run: an update, or with `action` that action. Returns what it
+    /// came to and how many bytes the provider wrote.
     public func runBlocking(
         previous: PlistDictionary, action: ProviderAction? = nil, running: RunningProviders, log: @escaping @Sendable (String) -> Void
-    ) -> ProviderOutcome {
+    ) -> (outcome: ProviderOutcome, outputBytes: Int) {
         let input: Data
         do {
             try DurableFile.makeFolder(container)
             input = try Plist.write(.dictionary(previous), format: .xml)
         } catch {
             log("cannot prepare the provider: \(error)")
-            return .failed(.noProvider)
+            return (.failed(.noProvider), 0)
         }
         var child: SpawnedProcess
         running.starting()
@@ -213,21 +214,23 @@ public struct ExecProvider: Sendable {
         } catch {
             running.started(nil, widgetID)
             log("cannot start \(executable): \(error)")
-            return .failed(.noProvider)
+            return (.failed(.noProvider), 0)
         }
         let pid = child.pid
         running.started(pid, widgetID)
         let collected = child.communicate(input: input, limits: limits, log: log) {
             running.remove(pid)
         }
-        switch collected.ending {
-        case .killed(let reason): return .failed(reason)
-        case .exited(0): return Self.parse(collected.output)
-        // bwrap exits with 128 + N when what it ran was ended by signal N.
-        case .exited(let code) where sandbox != nil && (129...192).contains(code): return .failed(.signal(code - 128))
-        case .exited(let code): return .failed(.exit(code))
-        case .signaled(let number): return .failed(.signal(number))
-        }
+        let outcome: ProviderOutcome =
+            switch collected.ending {
+            case .killed(let reason): .failed(reason)
+            case .exited(0): Self.parse(collected.output)
+            // bwrap exits with 128 + N when what it ran was ended by signal N.
+            case .exited(let code) where sandbox != nil && (129...192).contains(code): .failed(.signal(code - 128))
+            case .exited(let code): .failed(.exit(code))
+            case .signaled(let number): .failed(.signal(number))
+            }
+        return (outcome, collected.output.count)
     }
 
     /// Reads a provider's answer: `{result, snapshot}` as an XML plist or

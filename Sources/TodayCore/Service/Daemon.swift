@@ -132,10 +132,7 @@ public enum Daemon {
             FileSystem.writeAll(1, Today.interfaceXML)
             return 0
         }
-        // Provider output of megabytes is freed after each run; blocks from
-        // 256 KiB up get mappings of their own, so that memory goes back to
-        // the system instead of staying in a thread's malloc arena.
-        today_malloc_map_large_blocks(256 << 10)
+        MallocPolicy.configure()
         let log = Logger(verbose: options.verbose, journal: Logger.standardErrorIsJournal(environment))
         var privateBus: BusDaemon?
         let address: String

@@ -212,7 +212,7 @@ extension TodayService {
                 done(.failed(problem.failure))
             case .success(let provider):
                 groups.prepareContainers(manifest.groups)
-                let outcome = provider.runBlocking(previous: previous, action: action, running: providers) { [log] line in
+                let (outcome, outputBytes) = provider.runBlocking(previous: previous, action: action, running: providers) { [log] line in
                     log.warning("\(id): \(line)")
                 }
                 widget.data.withLock { data in
@@ -220,6 +220,8 @@ extension TodayService {
                     data.provider = Widget.Lifecycle.keepsProvider(after: outcome) ? prepared : nil
                 }
                 done(outcome)
+                // The output, its parsed tree and the stored encoding are free by now.
+                if outputBytes >= MallocPolicy.largeOutput { MallocPolicy.giveBack() }
             }
         }
     }
