@@ -33,9 +33,10 @@ int today_set_thread_nice(int nice) { return setpriority(PRIO_PROCESS, (id_t)get
 
 void today_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
-void today_malloc_thresholds(int map_bytes, int trim_bytes) {
+void today_malloc_configure(int map_bytes, int trim_bytes, int arenas) {
     mallopt(M_MMAP_THRESHOLD, map_bytes);
     mallopt(M_TRIM_THRESHOLD, trim_bytes);
+    mallopt(M_ARENA_MAX, arenas);
 }
 
 void today_malloc_give_back(void) { malloc_trim(0); }

@@ -24,11 +24,12 @@ void today_set_thread_name(const char *name);
 /// (pidfd_open, Linux 5.3); -1 with errno where the kernel lacks it.
 int today_pidfd_open(pid_t pid);
 
-/// Sets malloc's thresholds: every block of `map_bytes` or more gets a
+/// Sets how malloc holds memory: every block of `map_bytes` or more gets a
 /// mapping of its own, returned to the system when freed; free memory over
-/// `trim_bytes` at the top of a heap goes back too. Fixed values also stop
-/// glibc from raising its thresholds after large frees.
-void today_malloc_thresholds(int map_bytes, int trim_bytes);
+/// `trim_bytes` at the top of a heap goes back too; threads share at most
+/// `arenas` heaps. Fixed thresholds also stop glibc from raising them after
+/// large frees.
+void today_malloc_configure(int map_bytes, int trim_bytes, int arenas);
 
 /// Gives the free memory of every malloc arena back to the system
 /// (malloc_trim), the pages inside a heap as well as its top.
