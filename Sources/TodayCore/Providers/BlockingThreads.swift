@@ -1,3 +1,4 @@
+import CSystem
 import DBus
 import Dispatch
 import Posix
@@ -6,7 +7,7 @@ import Synchronization
 /// Threads for work that blocks (a provider run waits in poll() for
 /// seconds): every job gets a thread at once, and a thread that finished
 /// its job waits for the next instead of ending, so a run does not pay for
-/// creating one.
+/// creating one. They run at todayd's own nice value.
 final class BlockingThreads: Sendable {
     private final class Worker: Sendable {
         let wake = DispatchSemaphore(value: 0)
@@ -25,6 +26,12 @@ final class BlockingThreads: Sendable {
         worker.job.withLock { $0 = job }
         do {
             try Threads.detach { [self] in
+                // A thread takes the nice value of the one creating it; as
+                // root libdispatch's run at -2 and -4, and starting a
+                // sandbox there would go before dbus-daemon and the
+                // panels, at 0, on a busy processor.
+                _ = today_set_thread_nice(SpawnedProcess.processNice)
+                today_set_thread_name("todayd-provider")
                 while true {
                     if let job = worker.job.withLock({ job in defer { job = nil }; return job }) { job() }
                     idle.withLock { $0.append(worker) }
