@@ -148,3 +148,68 @@ import TodayProtocol
         #expect(name == "io.github.todayd.Today1.Error.NoSuchAction")
     }
 }
+
+/// Actions under the limits of updates (SPEC section 10): different presses
+/// of one widget run one after the other, in the order they came, and an
+/// action that hangs is ended at the widget's time limit while other
+/// widgets go on answering.
+@Suite(.showsDaemonLogs) struct ActionLimitsTests {
+    static let buttons = #"""
+        log="$TODAY_CONTAINER/log"
+        cat > /dev/null
+        echo "start ${2:-update}" >> "$log"
+        case "${2:-}" in
+        hang) exec sleep 30 ;;
+        "") ;;
+        *) sleep 0.4 ;;
+        esac
+        echo "end ${2:-update}" >> "$log"
+        printf '{"result": "new-data", "snapshot": {"title": "t", "actions": [{"id": "a", "title": "A", "kind": "button"}, {"id": "b", "title": "B", "kind": "button"}, {"id": "hang", "title": "Hang", "kind": "button"}]}}'
+        """#
+
+    @Test func differentActionsRunInTurnAndAHangingOneTimesOut() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp(
+            "org.example.Presses",
+            widgets: [
+                .init(name: "W", script: Self.buttons, attributes: ["TodayUpdateTimeout": .integer(1)]),
+                .init(name: "Other", script: #"cat > /dev/null; printf '{"result": "new-data", "snapshot": {"title": "other"}}'"#),
+            ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let widget = "org.example.Presses.W", other = "org.example.Presses.Other"
+        let logFile = daemon.home.path + "/data/todayd/containers/\(widget)/log"
+        let log = { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+        func press(_ action: String) async throws -> String {
+            try await client.widget(widget, "PerformAction", [.string(action), .vardict([])]).body.first?.string ?? ""
+        }
+        #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
+
+        // Two different buttons: two runs, the first pressed first, never at once.
+        async let first = press("a")
+        #expect(try await eventually(2) { log().hasSuffix("start a\n") }, "the first press started: \(log())")
+        async let second = press("b")
+        #expect(try await [first, second] == ["new-data", "new-data"])
+        let lines = log().split(separator: "\n").suffix(4).map(String.init)
+        #expect(lines == ["start a", "end a", "start b", "end b"], "\(lines)")
+
+        // A hanging action is ended at the one-second limit; meanwhile the
+        // other widget updates and answers at once.
+        let hangEnded = Locked(false)
+        let started = ContinuousClock.now
+        async let hung: String = {
+            defer { hangEnded.withLock { $0 = true } }
+            return try await press("hang")
+        }()
+        #expect(try await eventually(2) { log().hasSuffix("start hang\n") }, "the hanging action started: \(log())")
+        #expect(try await client.widget(other, "PerformUpdate").body == [.string("new-data")])
+        for _ in 0..<5 { #expect(try await client.property(other, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("other")) }
+        #expect(!hangEnded.value, "the other widget answered while the action hung")
+        #expect(try await hung == "failed")
+        #expect(ContinuousClock.now - started < .seconds(10), "the action was ended at its limit, not after its 30 s")
+        #expect(try await client.property(widget, "LastFailure") == .string("timeout"))
+    }
+}
