@@ -16,6 +16,9 @@ final class WallClockTimer: Sendable {
     private let timer: Int32
     private let wake: Int32
     private let stopped = Atomic(false)
+    /// The wall-clock time it is set for, in seconds since 1970; infinity
+    /// while `fire` runs and until the timer is set again.
+    private let deadline = Atomic<Double>(.infinity)
 
     /// Starts the thread, or returns nil where the kernel has no timerfd.
     /// `fire` returns how many seconds to sleep before calling it again.
@@ -44,6 +47,14 @@ final class WallClockTimer: Sendable {
         _ = write(wake, &one, 8)
     }
 
+    /// Runs `fire` again now if `date` comes before the time the timer is
+    /// set for; otherwise that `fire` sees it. Call after the change that
+    /// made `date` due is in place.
+    func poke(ifBefore date: Date) {
+        guard date.timeIntervalSince1970 < deadline.load(ordering: .acquiring) else { return }
+        poke()
+    }
+
     /// Ends the thread (after a `fire` under way) and closes the timer.
     func stop() {
         stopped.store(true, ordering: .sequentiallyConsistent)
@@ -53,8 +64,11 @@ final class WallClockTimer: Sendable {
     private func loop(_ fire: @Sendable () -> Double) {
         today_set_thread_name("todayd-timer")
         while !stopped.load(ordering: .sequentiallyConsistent) {
+            // What changes while `fire` looks may come too late for it to
+            // see: until the timer is set again, every change pokes.
+            deadline.store(.infinity, ordering: .sequentiallyConsistent)
             let wait = fire()
-            arm(seconds: wait)
+            deadline.store(arm(seconds: wait), ordering: .sequentiallyConsistent)
             var fds = [pollfd(fd: timer, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
             guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { break }
             var count: UInt64 = 0
@@ -66,8 +80,9 @@ final class WallClockTimer: Sendable {
         close(wake)
     }
 
-    /// Arms the timer for `seconds` from now, as an absolute wall-clock time.
-    private func arm(seconds: Double) {
+    /// Arms the timer for `seconds` from now, as an absolute wall-clock
+    /// time; returns that time, in seconds since 1970.
+    private func arm(seconds: Double) -> Double {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let wait = min(max(seconds, 0.001), 86_400 * 365)
@@ -80,5 +95,6 @@ final class WallClockTimer: Sendable {
         }
         var setting = itimerspec(it_interval: timespec(), it_value: timespec(tv_sec: deadline, tv_nsec: nanoseconds))
         _ = timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME) | Int32(TFD_TIMER_CANCEL_ON_SET), &setting, nil)
+        return Double(deadline) + Double(nanoseconds) / 1e9
     }
 }

@@ -165,10 +165,11 @@ extension TodayService {
                 outcome: outcome.result != .failed, scheduled: scheduled)
         }
         saveLater(widget)
-        publishUpdate(widget, snapshotChanged: snapshotChanged)
+        let due = publishUpdate(widget, snapshotChanged: snapshotChanged)
         try? widget.object.emit(Today.Widget.updated, [.string(outcome.result.rawValue)])
         if let action { try? widget.object.emit(Today.Widget.actionPerformed, [.string(action.id), .string(outcome.result.rawValue)]) }
         widget.data.withLock { finished(&$0) }
+        scheduleChanged(due: due)
         return outcome.result
     }
 

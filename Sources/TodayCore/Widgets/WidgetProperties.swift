@@ -103,13 +103,27 @@ extension TodayService {
         values(of: data, at: now, from: [.entry])
     }
 
-    /// Announces what an update changes, without recomputing the rest.
-    func publishUpdate(_ widget: Widget, snapshotChanged: Bool) {
+    /// Announces what an update changes, without recomputing the rest;
+    /// returns when the widget is next due (an update or a timeline's
+    /// next entry), for `scheduleChanged(due:)` once the run has ended.
+    func publishUpdate(_ widget: Widget, snapshotChanged: Bool) -> Date? {
         let now = self.now()
-        let changes = widget.data.withLock { data in
-            Self.values(of: data, at: now, from: snapshotChanged ? [.outcome, .entry, .timeline] : [.outcome])
+        let (changes, due) = widget.data.withLock { data in
+            (
+                Self.values(of: data, at: now, from: snapshotChanged ? [.outcome, .entry, .timeline] : [.outcome]),
+                [data.record.hasContent ? data.record.schedule.next : nil, data.timeline.nextDate].compactMap { $0 }.min()
+            )
         }
         widget.object.set(changes)
-        scheduleChanged()
+        return due
+    }
+
+    /// A widget is next due at `due`: the timer looks again only if that
+    /// comes before the time it is set for, so a panel's PerformUpdate
+    /// costs no walk over every widget. After the run has ended: the timer
+    /// passes over a widget that is updating.
+    func scheduleChanged(due: Date?) {
+        guard let due else { return }
+        state.withLock { $0.timer }?.poke(ifBefore: due)
     }
 }
