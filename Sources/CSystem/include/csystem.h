@@ -32,7 +32,8 @@ int today_pidfd_open(pid_t pid);
 void today_malloc_configure(int map_bytes, int trim_bytes, int arenas);
 
 /// Gives the free memory of every malloc arena back to the system
-/// (malloc_trim), the pages inside a heap as well as its top.
+/// (malloc_trim): the free pages inside every heap, and the main heap's
+/// top (glibc leaves a thread heap's top to the trim threshold).
 void today_malloc_give_back(void);
 
 /// How a program is started (`today_spawn`).
