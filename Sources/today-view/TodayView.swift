@@ -19,6 +19,9 @@ final class TodayView {
     /// changes meanwhile (0: as soon as the first cards are shown).
     let delay: UInt32
     let style: Style
+    /// Actions to press, by id, as a click would, once a card offers them
+    /// (for scripts and tests).
+    let presses: [String]
     var finished = false
     var status: Int32 = 0
 
@@ -33,8 +36,15 @@ final class TodayView {
     /// desktop's preference, asked at start.
     private var styleKnown = true
     private var shotWanted = false
+    /// The shown cards' buttons and toggles, by action id.
+    private var controls: [String: Widget] = [:]
+    private var pressed: Set<String> = []
 
-    init(connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0, style: Style = .system) {
+    init(
+        connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0, style: Style = .system,
+        presses: [String] = []
+    ) {
+        self.presses = presses
         self.delay = delay
         self.style = style
         self.connection = connection
@@ -210,6 +220,7 @@ final class TodayView {
         if shown != cards || updatedLabels.isEmpty && !shown.isEmpty {
             cards = shown
             updatedLabels = []
+            controls = [:]
             while let row = gtk_widget_get_first_child(list) { gtk_list_box_remove(cast(list), row) }
             let now = Date()
             for card in shown { gtk_list_box_append(cast(list), row(for: card, now: now)) }
@@ -217,12 +228,36 @@ final class TodayView {
                 gtk_list_box_append(cast(list), label("No widget has anything to show.", classes: ["dim"]))
             }
         }
+        pressAsked()
         if screenshot != nil, !shotTaken, delay == 0 {
             // A moment for layout and images, then the picture.
             every(seconds: 1) { [self] in
                 takeScreenshot()
                 return false
             }
+        }
+    }
+
+    /// Presses each action asked for once a card shows it, as a click
+    /// would; with --describe, says what the control shows right after.
+    private func pressAsked() {
+        for id in presses where !pressed.contains(id) {
+            guard let control = controls[id] else { continue }
+            pressed.insert(id)
+            // What a click does: a toggle turns over, a button is clicked,
+            // both at once (gtk_widget_activate clicks a moment later, as
+            // a key press does, and a change shown meanwhile rebuilds the
+            // cards under it).
+            let isToggle = gtk_widget_get_name(control).map { String(cString: $0) } == "GtkToggleButton"
+            if isToggle {
+                gtk_toggle_button_set_active(cast(control), gtk_toggle_button_get_active(cast(control)) == 0 ? 1 : 0)
+            } else {
+                let clicked = g_signal_lookup("clicked", gtk_button_get_type())
+                withVaList([]) { g_signal_emit_valist(UnsafeMutableRawPointer(control), clicked, 0, $0) }
+            }
+            guard describe else { continue }
+            let state = isToggle ? (gtk_toggle_button_get_active(cast(control)) != 0 ? ": on" : ": off") : ""
+            FileSystem.writeAll(1, "pressed \(id)\(state)\n")
         }
     }
 
@@ -317,6 +352,7 @@ final class TodayView {
                     control = button(action.title, icon: action.iconName, press)
                 }
                 setAccessibleLabel(control, action.accessibilityLabel ?? action.title)
+                if controls[action.id] == nil { controls[action.id] = control }
                 append(bar, control)
             }
             append(content, bar)

@@ -1,12 +1,15 @@
 // today-view: the Today view, one card per widget with content (SPEC
 // section 13), following todayd live over D-Bus.
 //
-//   today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]
+//   today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]]
+//              [--press ACTION]... [--address ADDR]
 //
 // Without --style the window follows the desktop's light or dark
 // preference (the settings portal), live.
 // --screenshot renders the window once through GTK's snapshot into a PNG
 // and exits; --describe then prints every text the window shows.
+// --press presses a card's button or toggle of that action id, as a click
+// would, once the window shows it.
 import CGtk
 import DBus
 import FoundationEssentials
@@ -18,6 +21,7 @@ var screenshot: String?
 var describe = false
 var delay: UInt32 = 0
 var style = Style.system
+var presses: [String] = []
 var address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
 var arguments = Array(CommandLine.arguments.dropFirst()).makeIterator()
 while let argument = arguments.next() {
@@ -27,6 +31,12 @@ while let argument = arguments.next() {
     case "--describe": describe = true
     case "--delay": delay = arguments.next().flatMap { UInt32($0) } ?? 0
     case "--address": address = arguments.next()
+    case "--press":
+        guard let action = arguments.next() else {
+            FileSystem.writeAll(2, "today-view: --press takes an action id\n")
+            exit(2)
+        }
+        presses.append(action)
     case "--style":
         guard let chosen = arguments.next().flatMap(Style.init(rawValue:)) else {
             FileSystem.writeAll(2, "today-view: --style takes light, dark or system\n")
@@ -34,7 +44,7 @@ while let argument = arguments.next() {
         }
         style = chosen
     case "--help", "-h":
-        FileSystem.writeAll(1, "usage: today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--address ADDR]\n")
+        FileSystem.writeAll(1, "usage: today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--press ACTION]... [--address ADDR]\n")
         exit(0)
     default:
         FileSystem.writeAll(2, "today-view: unknown argument '\(argument)'\n")
@@ -47,7 +57,7 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
 }
 
 gtk_init()
-let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style)
+let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses)
 view.start()
 while !view.finished {
     g_main_context_iteration(nil, 1)

@@ -47,14 +47,15 @@ import TodayProtocol
 
     /// Runs today-view --screenshot --describe against `address`.
     static func render(
-        _ address: String, pane: Bool = false, delay: Int = 0, style: String? = nil
+        _ address: String, pane: Bool = false, delay: Int = 0, style: String? = nil, presses: [String] = []
     ) async throws -> (texts: [String], png: Data, status: Int32, errors: String) {
         let folder = try temporaryDirectory("view")
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
         let result = try await run(
             ["env", "GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", view, "--address", address, "--screenshot", png.path, "--describe"]
-                + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? []), timeout: 60)
+                + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? [])
+                + presses.flatMap { ["--press", $0] }, timeout: 60)
         return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status, result.error)
     }
 
@@ -325,5 +326,35 @@ import TodayProtocol
         #expect(shot.texts.contains("No more trams") && !shot.texts.contains("Line 4 leaves soon"), "\(shot.texts)")
         #expect(try await client.property(widget, "LastUpdated") == updated, "no provider ran")
         #expect(try await client.property(widget, "NextEntryDate") == .uint64(0))
+    }
+
+    /// The examples' button and toggle pressed in the window, as a click
+    /// would: Traffic's toggle shows off at once and the map loses its
+    /// traffic layer; LatestPost's button marks the post read in the app.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func pressingTheExamplesButtonAndToggleInTheWindow() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        var environment = TodayDaemon.environment(home: daemon.home)
+        environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
+        let env = ["env", "-i"] + environment.map { "\($0.key)=\($0.value)" }
+        _ = try await run(env + [Paths.examples + "/AgostiniTech.app/agostini-tech"])
+        _ = try await run(env + [Paths.examples + "/Traffic.app/traffic", "--lat", "55.7558", "--lon", "37.6173", "--span", "0.05"])
+        let traffic = ExampleActionTests.traffic, latestPost = ExampleActionTests.latestPost
+        for widget in [latestPost, traffic] {
+            #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
+        }
+        let before = try await Self.render(daemon.address)
+        #expect(before.texts.contains { $0.hasSuffix("&l=map,trf") }, "\(before.texts)")
+
+        let shot = try await Self.render(daemon.address, delay: 6, presses: ["traffic-layer", "mark-as-read"])
+        #expect(shot.status == 0, "\(shot.errors)")
+        #expect(shot.texts.prefix(2) == ["pressed traffic-layer: off", "pressed mark-as-read"], "\(shot.texts)")
+        #expect(shot.texts.contains { $0.hasSuffix("&l=map") } && !shot.texts.contains { $0.hasSuffix("&l=map,trf") }, "\(shot.texts)")
+        #expect(!shot.texts.contains("Mark as read"), "the read post offers no button: \(shot.texts)")
+        let opened = try await run(env + [Paths.examples + "/AgostiniTech.app/agostini-tech", "agostiniTech://openPost?postID=42"])
+        #expect(opened.output.contains("showing post 42: Creating Today Widgets (read)"), "\(opened.output)")
     }
 }
