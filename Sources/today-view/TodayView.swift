@@ -37,7 +37,7 @@ final class TodayView {
     private var styleKnown = true
     private var shotWanted = false
     /// The shown cards' buttons and toggles, by action id.
-    private var controls: [String: Widget] = [:]
+    private var controls: [String: (widget: Widget, isToggle: Bool)] = [:]
     private var pressed: Set<String> = []
 
     init(
@@ -242,13 +242,12 @@ final class TodayView {
     /// would; with --describe, says what the control shows right after.
     private func pressAsked() {
         for id in presses where !pressed.contains(id) {
-            guard let control = controls[id] else { continue }
+            guard let (control, isToggle) = controls[id] else { continue }
             pressed.insert(id)
             // What a click does: a toggle turns over, a button is clicked,
             // both at once (gtk_widget_activate clicks a moment later, as
             // a key press does, and a change shown meanwhile rebuilds the
             // cards under it).
-            let isToggle = gtk_widget_get_name(control).map { String(cString: $0) } == "GtkToggleButton"
             if isToggle {
                 gtk_toggle_button_set_active(cast(control), gtk_toggle_button_get_active(cast(control)) == 0 ? 1 : 0)
             } else {
@@ -352,7 +351,7 @@ final class TodayView {
                     control = button(action.title, icon: action.iconName, press)
                 }
                 setAccessibleLabel(control, action.accessibilityLabel ?? action.title)
-                if controls[action.id] == nil { controls[action.id] = control }
+                if controls[action.id] == nil { controls[action.id] = (control, action.isToggle) }
                 append(bar, control)
             }
             append(content, bar)

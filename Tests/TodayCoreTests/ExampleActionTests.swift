@@ -19,19 +19,33 @@ import TodayProtocol
         return ((try ValueMapping.plist(snapshot)).dictionary?["actions"]?.array ?? []).compactMap(\.dictionary)
     }
 
-    @Test func theExamplesButtonAndToggle() async throws {
+    /// todayd serving the examples, both apps run once (AgostiniTech's
+    /// post, Traffic's region) and both widgets updated; `env` starts a
+    /// program in the daemon's session. The caller stops the daemon and
+    /// closes the client.
+    static func examplesUpdated() async throws -> (daemon: TodayDaemon, client: Connection, env: [String]) {
         let daemon = try TodayDaemon(bundles: [Paths.examples])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
-        var environment = TodayDaemon.environment(home: daemon.home)
-        environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
-        let env = ["env", "-i"] + environment.map { "\($0.key)=\($0.value)" }
-        _ = try await run(env + [Paths.examples + "/AgostiniTech.app/agostini-tech"])
-        _ = try await run(env + [Paths.examples + "/Traffic.app/traffic", "--lat", "55.7558", "--lon", "37.6173", "--span", "0.05"])
-        for widget in [Self.latestPost, Self.traffic] {
-            #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
+        do {
+            let client = try await daemon.ready()
+            var environment = TodayDaemon.environment(home: daemon.home)
+            environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
+            let env = ["env", "-i"] + environment.map { "\($0.key)=\($0.value)" }
+            _ = try await run(env + [Paths.examples + "/AgostiniTech.app/agostini-tech"])
+            _ = try await run(env + [Paths.examples + "/Traffic.app/traffic", "--lat", "55.7558", "--lon", "37.6173", "--span", "0.05"])
+            for widget in [latestPost, traffic] {
+                #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
+            }
+            return (daemon, client, env)
+        } catch {
+            daemon.stop()
+            throw error
         }
+    }
+
+    @Test func theExamplesButtonAndToggle() async throws {
+        let (daemon, client, env) = try await Self.examplesUpdated()
+        defer { daemon.stop() }
+        defer { client.close() }
 
         // LatestPost: the button, pressed, marks the post read; the widget
         // then says so and offers no button, and the app sees it.

@@ -333,19 +333,9 @@ import TodayProtocol
     /// traffic layer; LatestPost's button marks the post read in the app.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
     func pressingTheExamplesButtonAndToggleInTheWindow() async throws {
-        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        let (daemon, client, env) = try await ExampleActionTests.examplesUpdated()
         defer { daemon.stop() }
-        let client = try await daemon.ready()
         defer { client.close() }
-        var environment = TodayDaemon.environment(home: daemon.home)
-        environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
-        let env = ["env", "-i"] + environment.map { "\($0.key)=\($0.value)" }
-        _ = try await run(env + [Paths.examples + "/AgostiniTech.app/agostini-tech"])
-        _ = try await run(env + [Paths.examples + "/Traffic.app/traffic", "--lat", "55.7558", "--lon", "37.6173", "--span", "0.05"])
-        let traffic = ExampleActionTests.traffic, latestPost = ExampleActionTests.latestPost
-        for widget in [latestPost, traffic] {
-            #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
-        }
         let before = try await Self.render(daemon.address)
         #expect(before.texts.contains { $0.hasSuffix("&l=map,trf") }, "\(before.texts)")
 

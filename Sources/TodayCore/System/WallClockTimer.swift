@@ -88,13 +88,13 @@ final class WallClockTimer: Sendable {
         let wait = min(max(seconds, 0.001), 86_400 * 365)
         let whole = Int(wait)
         var nanoseconds = Int(now.tv_nsec) + Int((wait - Double(whole)) * 1e9)
-        var deadline = now.tv_sec + whole
+        var second = now.tv_sec + whole
         if nanoseconds >= 1_000_000_000 {
             nanoseconds -= 1_000_000_000
-            deadline += 1
+            second += 1
         }
-        var setting = itimerspec(it_interval: timespec(), it_value: timespec(tv_sec: deadline, tv_nsec: nanoseconds))
+        var setting = itimerspec(it_interval: timespec(), it_value: timespec(tv_sec: second, tv_nsec: nanoseconds))
         _ = timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME) | Int32(TFD_TIMER_CANCEL_ON_SET), &setting, nil)
-        return Double(deadline) + Double(nanoseconds) / 1e9
+        return Double(second) + Double(nanoseconds) / 1e9
     }
 }
