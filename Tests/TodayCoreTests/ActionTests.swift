@@ -191,7 +191,7 @@ import TodayProtocol
 
         // Two different buttons: two runs, the first pressed first, never at once.
         async let first = press("a")
-        #expect(try await eventually(5) { log().contains("start a\n") }, "the first press started: \(log())")
+        #expect(try await eventually(15) { log().contains("start a\n") }, "the first press started: \(log())")
         async let second = press("b")
         #expect(try await [first, second] == ["new-data", "new-data"])
         let lines = log().split(separator: "\n").suffix(4).map(String.init)
@@ -207,7 +207,7 @@ import TodayProtocol
             defer { hangEnded.withLock { $0 = true } }
             return try await press("hang")
         }()
-        #expect(try await eventually(5) { log().contains("start hang\n") }, "the hanging action started: \(log())")
+        #expect(try await eventually(15) { log().contains("start hang\n") }, "the hanging action started: \(log())")
         for _ in 0..<5 { #expect(try await client.property(other, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("other")) }
         #expect(!hangEnded.value, "the other widget answered while the action hung")
         #expect(try await hung == "failed")

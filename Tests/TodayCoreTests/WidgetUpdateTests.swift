@@ -75,9 +75,11 @@ import TodayProtocol
         #expect(try await failure("Reported") == "reported")
         #expect(try await failure("WrongShape") == "bad-output: snapshot key 'title' must be a string, not integer")
         #expect(try await failure("Missing") == "no-provider")
-        // The hang ignores SIGTERM: SIGKILL follows two seconds after the one-second limit.
+        // The hang ignores SIGTERM: SIGKILL follows two seconds after the
+        // one-second limit, long before its 60 s (the whole suite running
+        // beside it on two processors can delay the answer by seconds).
         let hang = timings.value["Hang"] ?? .zero
-        #expect(hang >= .seconds(3) && hang < .seconds(6), "\(hang)")
+        #expect(hang >= .seconds(3) && hang < .seconds(20), "\(hang)")
 
         let snapshot = try await connection.property("org.example.Outcomes.Fresh", "Snapshot")
         #expect(snapshot.type.signature == "a{sv}")
