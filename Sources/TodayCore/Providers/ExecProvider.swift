@@ -80,6 +80,22 @@ public final class RunningProviders: Sendable {
     }
 }
 
+/// A provider's last standard input: the previous snapshot as an XML
+/// plist, kept while it is small, so that the runs of a widget whose
+/// snapshot did not change do not encode it again. A large one (a
+/// picture) is encoded each time rather than held twice.
+final class LastInput: Sendable {
+    static let keptSize = 16 << 10
+    private let kept = Mutex<(snapshot: PlistDictionary, input: Data)?>(nil)
+
+    func encoding(_ snapshot: PlistDictionary) throws -> Data {
+        if let kept = kept.withLock({ $0 }), kept.snapshot == snapshot { return kept.input }
+        let input = try Plist.write(.dictionary(snapshot), format: .xml)
+        kept.withLock { $0 = input.count <= Self.keptSize ? (snapshot, input) : nil }
+        return input
+    }
+}
+
 /// Runs an exec provider once (SPEC section 5): the executable with the
 /// argument `perform-update`, no shell, its container as working folder,
 /// the previous snapshot as an XML plist on standard input, the TODAY_*
@@ -104,6 +120,9 @@ public struct ExecProvider: Sendable {
     public let sandbox: SandboxPlan?
     /// The executable's file when this provider was made.
     let executableFile: FileIdentity?
+    /// The last standard input written, for the next run's previous
+    /// snapshot, which is usually the same.
+    let lastInput = LastInput()
 
     public init(
         widgetID: String, executable: String, container: String, groupContainers: [(String, String)],
@@ -198,7 +217,7 @@ public struct ExecProvider: Sendable {
         let input: Data
         do {
             try DurableFile.makeFolder(container)
-            input = try Plist.write(.dictionary(previous), format: .xml)
+            input = try lastInput.encoding(previous)
         } catch {
             log("cannot prepare the provider: \(error)")
             return (.failed(.noProvider), 0)

@@ -161,7 +161,9 @@ struct SpawnedProcess {
         defer { if exitFD >= 0 { close(exitFD) } }
         // Our ends of fresh pipes have no other status flag to keep.
         for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+        // Not zeroed: read() fills what is used of it.
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 65_536)
+        defer { buffer.deallocate() }
 
         func feedInput() {
             guard stdin >= 0 else { return }
@@ -218,14 +220,14 @@ struct SpawnedProcess {
                 if entry.fd == stdin {
                     feedInput()
                 } else {
-                    let count = read(entry.fd, &buffer, buffer.count)
+                    let count = read(entry.fd, buffer.baseAddress, buffer.count)
                     if count > 0 {
                         if entry.fd == stdout {
-                            output.append(contentsOf: buffer[0..<count])
+                            output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
                             if output.count > limits.output { stop(.tooLarge, signal: SIGKILL) }
                         } else {
                             let room = max(0, limits.errorLog - errorText.count)
-                            errorText.append(contentsOf: buffer[0..<min(count, room)])
+                            errorText.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
                             errorDropped += count - min(count, room)
                         }
                     } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
@@ -251,14 +253,14 @@ struct SpawnedProcess {
         // What the process wrote just before it ended.
         for fd in [stdout, stderr] where fd >= 0 {
             while true {
-                let count = read(fd, &buffer, buffer.count)
+                let count = read(fd, buffer.baseAddress, buffer.count)
                 guard count > 0 else { break }
                 if fd == stdout {
-                    if output.count <= limits.output { output.append(contentsOf: buffer[0..<count]) }
+                    if output.count <= limits.output { output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count])) }
                     if output.count > limits.output, reason == nil { reason = .tooLarge }
                 } else {
                     let room = max(0, limits.errorLog - errorText.count)
-                    errorText.append(contentsOf: buffer[0..<min(count, room)])
+                    errorText.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
                     errorDropped += count - min(count, room)
                 }
             }
