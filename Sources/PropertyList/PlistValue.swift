@@ -94,19 +94,29 @@ public enum Plist {
     public static func read(
         _ data: Data, limits: PlistLimits = PlistLimits(), allowJSON: Bool = false
     ) throws -> PlistValue {
-        if data.starts(with: Array("bplist00".utf8)) {
+        switch opening(of: data, allowJSON: allowJSON) {
+        case .binary:
             return try BinaryPlistReader.read(data, limits: limits)
-        }
-        if data.starts(with: Array("bplist".utf8)) {
+        case .otherBinary:
             let version = String(decoding: data.prefix(8), as: UTF8.self).filter { $0.isASCII && !$0.isWhitespace }
             throw PlistError("unsupported binary property list version '\(version)': only bplist00 is read")
-        }
-        if allowJSON, let first = data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }),
-            first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
-        {
+        case .json:
             return try JSON.read(data, limits: limits)
+        case .xml:
+            return try XMLPlistReader.read(data, limits: limits)
         }
-        return try XMLPlistReader.read(data, limits: limits)
+    }
+
+    private enum Opening { case binary, otherBinary, json, xml }
+
+    /// Which reader the first bytes of `data` call for.
+    private static func opening(of data: Data, allowJSON: Bool) -> Opening {
+        data.withUnsafeBytes { bytes in
+            if bytes.starts(with: "bplist00".utf8) { return .binary }
+            if bytes.starts(with: "bplist".utf8) { return .otherBinary }
+            guard allowJSON, let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else { return .xml }
+            return first == UInt8(ascii: "{") || first == UInt8(ascii: "[") ? .json : .xml
+        }
     }
 
     /// Reads the file at `path`, refusing files over the size limit before reading them.

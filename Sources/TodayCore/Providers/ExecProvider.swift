@@ -101,7 +101,11 @@ final class LastInput: Sendable {
 /// the previous snapshot as an XML plist on standard input, the TODAY_*
 /// variables in its environment; standard output parsed as an XML plist
 /// or a JSON object, under a time, memory and output limit.
-public struct ExecProvider: Sendable {
+///
+/// A class: a widget keeps its provider from run to run, and each run
+/// takes it from the widget's state, which for a struct of this size is a
+/// copy of every field.
+public final class ExecProvider: Sendable {
     public let widgetID: String
     public let executable: String
     public let container: String
@@ -144,7 +148,8 @@ public struct ExecProvider: Sendable {
         ]
         if let busAddress { own.append(("DBUS_SESSION_BUS_ADDRESS", busAddress)) }
         if sandbox != nil { own.append(("HOME", container)) }
-        ownVariables = own.map { (name: $0.0, value: $0.1) }
+        let ownVariables = own.map { (name: $0.0, value: $0.1) }
+        self.ownVariables = ownVariables
         launch = (Self.launchArguments(executable, ["perform-update"], sandbox), Self.launchEnvironment(environment, ownVariables))
     }
 
@@ -199,7 +204,7 @@ public struct ExecProvider: Sendable {
         previous: PlistDictionary, action: ProviderAction? = nil, running: RunningProviders, log: @escaping @Sendable (String) -> Void
     ) async -> ProviderOutcome {
         await withCheckedContinuation { continuation in
-            Self.runners.run {
+            Self.runners.run { [self] in
                 continuation.resume(returning: runBlocking(previous: previous, action: action, running: running, log: log).outcome)
             }
         }
@@ -257,7 +262,8 @@ public struct ExecProvider: Sendable {
     public static func parse(_ output: Data) -> ProviderOutcome {
         let value: PlistValue
         do {
-            guard output.contains(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else {
+            let blank = output.withUnsafeBytes { bytes in bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D } }
+            guard !blank else {
                 return .failed(.badOutput("nothing on standard output"))
             }
             value = try Plist.read(output, limits: PlistLimits(maximumSize: 4 << 20, maximumDepth: 64), allowJSON: true)

@@ -223,11 +223,11 @@ struct SpawnedProcess {
                     let count = read(entry.fd, buffer.baseAddress, buffer.count)
                     if count > 0 {
                         if entry.fd == stdout {
-                            output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
+                            output.append(UnsafeBufferPointer(rebasing: buffer[0..<count]))
                             if output.count > limits.output { stop(.tooLarge, signal: SIGKILL) }
                         } else {
                             let room = max(0, limits.errorLog - errorText.count)
-                            errorText.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
+                            errorText.append(UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
                             errorDropped += count - min(count, room)
                         }
                     } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
@@ -256,11 +256,11 @@ struct SpawnedProcess {
                 let count = read(fd, buffer.baseAddress, buffer.count)
                 guard count > 0 else { break }
                 if fd == stdout {
-                    if output.count <= limits.output { output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count])) }
+                    if output.count <= limits.output { output.append(UnsafeBufferPointer(rebasing: buffer[0..<count])) }
                     if output.count > limits.output, reason == nil { reason = .tooLarge }
                 } else {
                     let room = max(0, limits.errorLog - errorText.count)
-                    errorText.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
+                    errorText.append(UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
                     errorDropped += count - min(count, room)
                 }
             }
