@@ -36,8 +36,8 @@ import TodayProtocol
         let tram = Paths.examples + "/Tram.app/tram"
         // An outside client sees the same switches: gdbus monitor, for the test's length.
         async let monitor = run(
-            ["timeout", "-s", "KILL", "15", "gdbus", "monitor", "--address", daemon.address, "--dest", Today.busName.rawValue,
-             "--object-path", Today.widgetPath(Self.widget).rawValue], timeout: 30)
+            ["timeout", "-s", "KILL", "30", "gdbus", "monitor", "--address", daemon.address, "--dest", Today.busName.rawValue,
+             "--object-path", Today.widgetPath(Self.widget).rawValue], timeout: 40)
 
         // And `todayctl watch`, whose line for a switch must not carry a
         // time before the entry's date.
@@ -45,8 +45,11 @@ import TodayProtocol
         defer { watch.stop() }
 
         // Each edit asks for a new timeline (ReloadAllTimelines): one
-        // update each, as the edits come one after the other.
-        for (count, (seconds, line, destination)) in [("8", "4", "Central"), ("11", "11", "Harbour")].enumerated() {
+        // update each, as the edits come one after the other. Departures
+        // 13 and 16 s away: on a loaded machine the two edits and their
+        // updates can take seconds, and the first tram must still be ahead
+        // when the timeline is read.
+        for (count, (seconds, line, destination)) in [("13", "4", "Central"), ("16", "11", "Harbour")].enumerated() {
             let added = try await run(env + [tram, "add", seconds, line, destination])
             #expect(added.status == 0 && added.error.isEmpty, "\(added.error)")
             for _ in 0..<100 where updates.value <= count { try await Task.sleep(for: .milliseconds(20)) }
