@@ -3,6 +3,9 @@ import FoundationEssentials
 /// JSON for the property-list values JSON can hold: strings, numbers,
 /// booleans, arrays and objects. Dates and data have no JSON form.
 enum JSON {
+    /// JSON's white space: space, tab, line feed, carriage return.
+    static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+
     static func write(_ value: PlistValue) throws -> Data {
         Data((try text(value, compact: false, lossy: false) + "\n").utf8)
     }
@@ -104,12 +107,7 @@ enum JSON {
         func fail(_ message: String) -> PlistError { PlistError("JSON, byte \(index): \(message)") }
 
         mutating func skipSpace() {
-            while index < bytes.count {
-                switch bytes[index] {
-                case 0x20, 0x09, 0x0A, 0x0D: index += 1
-                default: return
-                }
-            }
+            while index < bytes.count, JSON.isSpace(bytes[index]) { index += 1 }
         }
 
         mutating func expect(_ literal: String) throws {

@@ -107,6 +107,11 @@ public enum Plist {
         }
     }
 
+    /// Whether `data` holds nothing but white space (nothing to read).
+    public static func isBlank(_ data: Data) -> Bool {
+        data.withUnsafeBytes { bytes in bytes.allSatisfy(JSON.isSpace) }
+    }
+
     private enum Opening { case binary, otherBinary, json, xml }
 
     /// Which reader the first bytes of `data` call for.
@@ -114,7 +119,7 @@ public enum Plist {
         data.withUnsafeBytes { bytes in
             if bytes.starts(with: "bplist00".utf8) { return .binary }
             if bytes.starts(with: "bplist".utf8) { return .otherBinary }
-            guard allowJSON, let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else { return .xml }
+            guard allowJSON, let first = bytes.first(where: { !JSON.isSpace($0) }) else { return .xml }
             return first == UInt8(ascii: "{") || first == UInt8(ascii: "[") ? .json : .xml
         }
     }

@@ -262,8 +262,7 @@ public final class ExecProvider: Sendable {
     public static func parse(_ output: Data) -> ProviderOutcome {
         let value: PlistValue
         do {
-            let blank = output.withUnsafeBytes { bytes in bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D } }
-            guard !blank else {
+            guard !Plist.isBlank(output) else {
                 return .failed(.badOutput("nothing on standard output"))
             }
             value = try Plist.read(output, limits: PlistLimits(maximumSize: 4 << 20, maximumDepth: 64), allowJSON: true)
