@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "CSystem"),
         // libc as Swift: calls retried when a signal interrupts them, one
         // errno error, descriptors that close themselves.
-        .target(name: "Posix"),
+        .target(name: "Posix", dependencies: ["CSystem"]),
         // What todayd, its clients and TodayKit share: names, paths,
         // interfaces, value mapping, ids, results and error names.
         .target(name: "TodayProtocol", dependencies: ["DBus", "PropertyList"]),

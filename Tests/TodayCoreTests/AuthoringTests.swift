@@ -50,8 +50,14 @@ import TodayProtocol
         #expect(Localization.preferredLanguages(["LANGUAGE": "de:fr_CA", "LANG": "en_US.UTF-8"]) == ["de", "fr_CA", "fr", "en_US", "en"])
         #expect(Localization.preferredLanguages(["LC_ALL": "sr_RS@latin", "LC_MESSAGES": "de_DE", "LANG": "fr"]) == ["sr_RS", "sr"])
         #expect(Localization.preferredLanguages(["LC_MESSAGES": "hi_IN.UTF-8", "LANG": "fr"]) == ["hi_IN", "hi"])
-        // LANGUAGE counts only with a locale other than C.
-        #expect(Localization.preferredLanguages(["LANGUAGE": "de", "LANG": "C.UTF-8"]) == [])
+        // LANGUAGE counts with any locale but exactly C or POSIX (or none):
+        // `LANG=C.UTF-8 LANGUAGE=de ls --badopt` answers in German.
+        #expect(Localization.preferredLanguages(["LANGUAGE": "de", "LANG": "C.UTF-8"]) == ["de"])
+        #expect(Localization.preferredLanguages(["LANGUAGE": "de:pt_BR", "LC_ALL": "C.UTF-8", "LANG": "fr_FR"]) == ["de", "pt_BR", "pt"])
+        #expect(Localization.preferredLanguages(["LANG": "C.UTF-8"]) == [])
+        #expect(Localization.preferredLanguages(["LANGUAGE": "de", "LANG": "C"]) == [])
+        #expect(Localization.preferredLanguages(["LANGUAGE": "de", "LC_ALL": "POSIX", "LANG": "fr"]) == [])
+        #expect(Localization.preferredLanguages(["LANGUAGE": "de"]) == [])
         #expect(Localization.preferredLanguages([:]) == [])
         #expect(Localization.choose(["pt": "Tráfego", "de": "Verkehr"], for: ["pt_BR", "pt"]) == "Tráfego")
     }

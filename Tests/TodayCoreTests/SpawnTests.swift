@@ -31,6 +31,34 @@ import Testing
         #expect(lines.contains("env 1 2"), "exactly the environment given (and sh's PWD): \(output)")
     }
 
+    @Test func leftoversOfTheGroupAreKilledBeforeTheProviderIsReaped() throws {
+        // Once reaped, the provider's pid (its group's id) may be reused:
+        // what is left of its group is signalled while the ended provider
+        // still holds the id, so that `beforeReap` finds it ended.
+        let pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("leftover-\(UUID().uuidString)").path
+        defer { unlink(pidFile) }
+        var child = try SpawnedProcess(
+            "/bin/sh", arguments: CStrings(["sh", "-c", "sleep 1000 & echo $! > \"$0\"", pidFile]), directory: nil,
+            environment: CStrings(["PATH=/usr/bin:/bin"]))
+        var leftover: Int32?
+        var endedBeforeReap = false
+        let (ending, _) = child.communicate(input: Data(), limits: ProviderLimits(), log: { _ in }) {
+            leftover = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            guard let leftover else { return }
+            // SIGKILL is sent by then: its pidfd is readable (the process
+            // ended) within moments of it.
+            let exit = today_pidfd_open(leftover)
+            guard exit >= 0 else { return }
+            defer { close(exit) }
+            var entry = pollfd(fd: exit, events: Int16(POLLIN), revents: 0)
+            endedBeforeReap = poll(&entry, 1, 2_000) == 1
+        }
+        #expect(ending == .exited(0))
+        #expect(leftover != nil, "the script should write its background child's pid")
+        #expect(endedBeforeReap, "the group's leftover \(leftover ?? 0) should be killed before the provider is reaped")
+        if let leftover { kill(leftover, SIGKILL) }
+    }
+
     @Test func aProgramThatCannotRunIsAnError() throws {
         let text = FileManager.default.temporaryDirectory.appendingPathComponent("text-\(UUID().uuidString)").path
         try writeExecutable("not a program\n", to: text)

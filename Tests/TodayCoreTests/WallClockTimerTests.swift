@@ -30,6 +30,39 @@ import Testing
         #expect(fired.value.count == 3, "a poke looks again at once")
     }
 
+    @Test func aPokeAfterStopWritesNowhere() async throws {
+        // A change that reaches the scheduler while todayd shuts down pokes
+        // a stopped timer. Its wake descriptor stays its own until the timer
+        // goes, so the number is never handed to a file opened meanwhile
+        // (a durable write's temporary file) for the poke to write into.
+        let fired = Locked(0)
+        let timer = try #require(
+            WallClockTimer {
+                fired.withLock { $0 += 1 }
+                return 3600
+            })
+        #expect(try await eventually { fired.value == 1 && Self.timerThreads() == 1 }, "the timer thread runs")
+        timer.stop()
+        #expect(try await eventually { Self.timerThreads() == 0 }, "the timer thread should end at stop()")
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("poke-\(UUID().uuidString)").path
+        let file = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(file >= 0)
+        defer {
+            close(file)
+            unlink(path)
+        }
+        timer.poke()
+        timer.poke(ifBefore: .distantPast)
+        var info = stat()
+        #expect(fstat(file, &info) == 0 && info.st_size == 0, "a poke after stop wrote \(info.st_size) bytes into a file")
+    }
+
+    /// How many of this process's threads are named todayd-timer.
+    static func timerThreads() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.count { (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) == "todayd-timer\n" }
+    }
+
     /// Sets the clock to the time it shows, 50 µs on (the call itself takes
     /// a few), so that it never steps back; false where that is not allowed.
     static func setTheClockToItself() -> Bool {

@@ -35,16 +35,18 @@ public enum Localization {
     static func tag(_ name: String) -> String { String(name.map { $0 == "-" ? "_" : $0 }) }
 
     /// The languages to look for, most wanted first, as gettext takes them:
-    /// the LANGUAGE list (unless the locale is C or POSIX), then the first
-    /// of LC_ALL, LC_MESSAGES, LANG; each without its encoding and
-    /// modifier, then its language alone (`pt_BR` then `pt`).
+    /// the LANGUAGE list (unless the locale is exactly C or POSIX, or none
+    /// is set: glibc honours LANGUAGE under `C.UTF-8`), then the first of
+    /// LC_ALL, LC_MESSAGES, LANG where it names a language (`C.UTF-8`
+    /// does not); each without its encoding and modifier, then its
+    /// language alone (`pt_BR` then `pt`).
     public static func preferredLanguages(_ environment: [String: String]) -> [String] {
         func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         let locale = value("LC_ALL") ?? value("LC_MESSAGES") ?? value("LANG")
         var wanted: [String] = []
-        let plain = locale.map { $0 == "C" || $0 == "POSIX" || $0.hasPrefix("C.") } ?? true
+        let plain = locale.map { $0 == "C" || $0 == "POSIX" } ?? true
         if !plain, let list = value("LANGUAGE") { wanted += list.split(separator: ":").map(String.init) }
-        if let locale, !plain { wanted.append(locale) }
+        if let locale, !plain, !locale.hasPrefix("C."), !locale.hasPrefix("POSIX.") { wanted.append(locale) }
         var result: [String] = []
         for entry in wanted {
             let base = String(entry.split(separator: ".").first ?? "").split(separator: "@").first.map(String.init) ?? ""

@@ -140,9 +140,9 @@ struct SpawnedProcess {
 
     /// Feeds `input`, collects standard output and error, and enforces
     /// `limits` until the process ends (the time limit here, the memory
-    /// limit through `MemoryWatch`); then reaps it. `beforeReap` runs
-    /// once the process has ended but while its pid is still reserved.
-    /// Leftover processes of its group are killed.
+    /// limit through `MemoryWatch`); then reaps it. Leftover processes of
+    /// its group are killed once it has ended, before it is reaped;
+    /// `beforeReap` runs after that, while its pid is still reserved.
     mutating func communicate(
         input: Data, limits: ProviderLimits, quietPeriod: Duration = quietPeriod, log: (String) -> Void,
         beforeReap: () -> Void
@@ -271,10 +271,13 @@ struct SpawnedProcess {
         stderr = -1
         MemoryWatch.shared.stop(memory)
         if reason == nil, memory.exceeded { reason = .memoryLimit }
+        // The ended provider, unreaped, still holds its pid and so its
+        // group's id: what is left of the group is killed now, while the
+        // id cannot name anything else. Once reaped, it could.
+        kill(-pid, SIGKILL)
         beforeReap()
         var status: Int32 = 0
         _ = try? retryingInterrupts { waitpid(pid, &status, 0) }
-        kill(-pid, SIGKILL)
         Self.restore(savedSignals)
 
         for line in String(decoding: errorText, as: UTF8.self).split(separator: "\n") { log(String(line)) }

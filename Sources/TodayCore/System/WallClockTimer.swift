@@ -1,7 +1,6 @@
 import CSystem
 import DBus
 import FoundationEssentials
-import Glibc
 import Posix
 import Synchronization
 
@@ -12,9 +11,13 @@ import Synchronization
 /// wakes it at once, and `fire` then sees the new time. `poke()` wakes it
 /// when something changed what is due next (an update recorded, a widget
 /// added, content hidden).
+///
+/// The timer owns both of its descriptors: they close when it goes, never
+/// under a `poke()`, so a poke that comes after `stop()` (a change during
+/// todayd's shutdown) wakes nobody and writes to no other file.
 final class WallClockTimer: Sendable {
-    private let timer: Int32
-    private let wake: Int32
+    private let timer: FileDescriptor
+    private let wake: FileDescriptor
     private let stopped = Atomic(false)
     /// The wall-clock time it is set for, in seconds since 1970; infinity
     /// while `fire` runs and until the timer is set again.
@@ -23,28 +26,21 @@ final class WallClockTimer: Sendable {
     /// Starts the thread, or returns nil where the kernel has no timerfd.
     /// `fire` returns how many seconds to sleep before calling it again.
     init?(fire: @escaping @Sendable () -> Double) {
-        let timer = timerfd_create(CLOCK_REALTIME, Int32(TFD_CLOEXEC))
-        guard timer >= 0 else { return nil }
-        let wake = eventfd(0, Int32(EFD_CLOEXEC))
-        guard wake >= 0 else {
-            close(timer)
-            return nil
-        }
+        guard let timer = try? FileDescriptor.wallClockTimer(), let wake = try? FileDescriptor.eventCounter() else { return nil }
         self.timer = timer
         self.wake = wake
         do {
             try Threads.detach { [self] in loop(fire) }
         } catch {
-            close(timer)
-            close(wake)
             return nil
         }
     }
 
-    /// Runs `fire` again now.
+    /// Runs `fire` again now; nothing once stopped.
     func poke() {
-        var one: UInt64 = 1
-        _ = write(wake, &one, 8)
+        guard !stopped.load(ordering: .sequentiallyConsistent) else { return }
+        // A full counter (2^64 - 2 pokes) is already ready to read.
+        try? wake.signal()
     }
 
     /// Runs `fire` again now if `date` comes before the time the timer is
@@ -55,36 +51,34 @@ final class WallClockTimer: Sendable {
         poke()
     }
 
-    /// Ends the thread (after a `fire` under way) and closes the timer.
+    /// Ends the thread (after a `fire` under way); later pokes do nothing.
     func stop() {
-        stopped.store(true, ordering: .sequentiallyConsistent)
-        poke()
+        guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        try? wake.signal()
     }
 
     private func loop(_ fire: @Sendable () -> Double) {
         today_set_thread_name("todayd-timer")
+        let entries = [Poll.Entry(timer), Poll.Entry(wake)]
         while !stopped.load(ordering: .sequentiallyConsistent) {
             // What changes while `fire` looks may come too late for it to
             // see: until the timer is set again, every change pokes.
             deadline.store(.infinity, ordering: .sequentiallyConsistent)
-            let wait = fire()
-            deadline.store(arm(seconds: wait), ordering: .sequentiallyConsistent)
-            var fds = [pollfd(fd: timer, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { break }
-            var count: UInt64 = 0
+            let armed = arm(seconds: fire())
+            deadline.store(armed ?? .infinity, ordering: .sequentiallyConsistent)
+            // A timer that cannot be armed: look again in a second.
+            guard let ready = try? Poll.wait(entries, timeout: armed == nil ? 1000 : -1) else { break }
             // ECANCELED: the clock was set; either way, look again.
-            if fds[0].revents != 0 { _ = read(timer, &count, 8) }
-            if fds[1].revents != 0 { _ = read(wake, &count, 8) }
+            if ready[0] != 0 { timer.drain() }
+            if ready[1] != 0 { wake.drain() }
         }
-        close(timer)
-        close(wake)
     }
 
     /// Arms the timer for `seconds` from now, as an absolute wall-clock
-    /// time; returns that time, in seconds since 1970.
-    private func arm(seconds: Double) -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
+    /// time; returns that time, in seconds since 1970, or nil where the
+    /// kernel refused it.
+    private func arm(seconds: Double) -> Double? {
+        let now = wallClockNow()
         let wait = min(max(seconds, 0.001), 86_400 * 365)
         let whole = Int(wait)
         var nanoseconds = Int(now.tv_nsec) + Int((wait - Double(whole)) * 1e9)
@@ -93,8 +87,7 @@ final class WallClockTimer: Sendable {
             nanoseconds -= 1_000_000_000
             second += 1
         }
-        var setting = itimerspec(it_interval: timespec(), it_value: timespec(tv_sec: second, tv_nsec: nanoseconds))
-        _ = timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME) | Int32(TFD_TIMER_CANCEL_ON_SET), &setting, nil)
+        guard (try? timer.arm(at: timespec(tv_sec: second, tv_nsec: nanoseconds))) != nil else { return nil }
         return Double(second) + Double(nanoseconds) / 1e9
     }
 }

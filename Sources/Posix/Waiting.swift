@@ -1,0 +1,79 @@
+import CSystem
+import Glibc
+
+/// What a thread waits on: descriptors that become readable or writable,
+/// an event counter other threads wake it with, and a wall-clock timer.
+public enum Poll {
+    /// One descriptor to wait on, and what it is waited for.
+    public struct Entry {
+        public let descriptor: FileDescriptor
+        public let events: Int16
+
+        public init(_ descriptor: FileDescriptor, events: Int16 = Int16(POLLIN)) {
+            self.descriptor = descriptor
+            self.events = events
+        }
+    }
+
+    /// Waits until one of `entries` is ready or `timeout` milliseconds have
+    /// passed (-1: no limit); returns what happened to each, in order (0
+    /// for none). An interrupting signal ends the wait early, with nothing
+    /// ready, so that the caller looks at its clock again.
+    /// The corresponding C function is `poll`.
+    public static func wait(_ entries: [Entry], timeout: Int32) throws(Errno) -> [Int16] {
+        var polls = entries.map { pollfd(fd: $0.descriptor.rawValue, events: $0.events, revents: 0) }
+        do {
+            _ = try withExtendedLifetime(entries) { () throws(Errno) in
+                try failingWithErrno { Glibc.poll(&polls, nfds_t(polls.count), timeout) }
+            }
+        } catch Errno.interrupted {
+            return Array(repeating: 0, count: entries.count)
+        }
+        return polls.map(\.revents)
+    }
+}
+
+extension FileDescriptor {
+    /// A new event counter that wakes a thread polling it.
+    /// The corresponding C function is `eventfd`.
+    public static func eventCounter() throws(Errno) -> FileDescriptor {
+        FileDescriptor(owning: try failingWithErrno { eventfd(0, Int32(EFD_CLOEXEC)) })
+    }
+
+    /// Adds one to an event counter (`eventCounter()`): it reads as ready.
+    public func signal() throws(Errno) {
+        var one: UInt64 = 1
+        _ = try retryingInterrupts { Glibc.write(rawValue, &one, 8) }
+    }
+
+    /// Reads an event counter or a timer back to zero, so that it is no
+    /// longer ready. A timer whose clock was set answers ECANCELED, which
+    /// resets it as well.
+    public func drain() {
+        var count: UInt64 = 0
+        _ = try? retryingInterrupts { Glibc.read(rawValue, &count, 8) }
+    }
+
+    /// A new timer on the wall clock (CLOCK_REALTIME), disarmed.
+    /// The corresponding C function is `timerfd_create`.
+    public static func wallClockTimer() throws(Errno) -> FileDescriptor {
+        FileDescriptor(owning: try failingWithErrno { timerfd_create(CLOCK_REALTIME, Int32(TFD_CLOEXEC)) })
+    }
+
+    /// Arms a wall-clock timer for the absolute time `date`; setting the
+    /// clock wakes it as well (TFD_TIMER_CANCEL_ON_SET).
+    /// The corresponding C function is `timerfd_settime`.
+    public func arm(at date: timespec) throws(Errno) {
+        var setting = itimerspec(it_interval: timespec(), it_value: date)
+        _ = try failingWithErrno {
+            timerfd_settime(rawValue, Int32(TFD_TIMER_ABSTIME) | Int32(TFD_TIMER_CANCEL_ON_SET), &setting, nil)
+        }
+    }
+}
+
+/// The wall clock's time now. The corresponding C function is `clock_gettime`.
+public func wallClockNow() -> timespec {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return now
+}
