@@ -251,3 +251,71 @@ func savePNG(of widget: Widget, to path: String) -> Bool {
     defer { g_object_unref(UnsafeMutableRawPointer(texture)) }
     return gdk_texture_save_to_png(texture, path) != 0
 }
+
+/// A card's icon, 24 pixels: the image file at `file`, else the theme's
+/// icon `named`. Named `card-icon`, for `cardIcons`.
+func cardIcon(file: String?, named: String) -> Widget {
+    let image = file.map { gtk_image_new_from_file($0)! } ?? gtk_image_new_from_icon_name(named)!
+    gtk_image_set_pixel_size(cast(image), 24)
+    gtk_widget_set_name(image, "card-icon")
+    return image
+}
+
+/// Each visible card icon under `widget` as GTK holds it, a line each,
+/// for tests and `--describe`: `icon NAME: file W×H` for an image file
+/// that loaded (its picture's size), `icon NAME: named ICON (in the
+/// theme|not in the theme)`, or `icon NAME: missing` where GTK could not
+/// load the file. NAME is the label beside it, the card's name.
+func cardIcons(_ widget: Widget) -> [String] {
+    guard gtk_widget_get_visible(widget) != 0 else { return [] }
+    var lines: [String] = []
+    if String(cString: gtk_widget_get_name(widget)) == "card-icon" {
+        let name = gtk_widget_get_next_sibling(widget).flatMap { gtk_label_get_text(cast($0)) }.map { String(cString: $0) } ?? ""
+        let image: OpaquePointer = cast(widget)
+        switch gtk_image_get_storage_type(image) {
+        case GTK_IMAGE_PAINTABLE:
+            let picture = gtk_image_get_paintable(image)
+            lines.append("icon \(name): file \(gdk_paintable_get_intrinsic_width(picture))×\(gdk_paintable_get_intrinsic_height(picture))")
+        case GTK_IMAGE_ICON_NAME:
+            let icon = gtk_image_get_icon_name(image).map { String(cString: $0) } ?? ""
+            let theme = gtk_icon_theme_get_for_display(gtk_widget_get_display(widget))
+            let found = icon != "image-missing" && gtk_icon_theme_has_icon(theme, icon) != 0
+            lines.append(icon == "image-missing" ? "icon \(name): missing" : "icon \(name): named \(icon) (\(found ? "in the theme" : "not in the theme"))")
+        default:
+            lines.append("icon \(name): missing")
+        }
+    }
+    var child = gtk_widget_get_first_child(widget)
+    while let current = child {
+        lines += cardIcons(current)
+        child = gtk_widget_get_next_sibling(current)
+    }
+    return lines
+}
+
+/// The height `widget` would like at `width`.
+func naturalHeight(_ widget: Widget, width: Int32) -> Int32 {
+    var minimum: Int32 = 0
+    var natural: Int32 = 0
+    gtk_widget_measure(widget, GTK_ORIENTATION_VERTICAL, width, &minimum, &natural, nil, nil)
+    return natural
+}
+
+/// For each row of `list`, whether all of it lies inside `window`: a line
+/// `card N of M: in the picture` or `card N of M: cut off`, for tests and
+/// `--describe`.
+func rowsInside(_ list: Widget, window: Widget) -> [String] {
+    var rows: [Widget] = []
+    var child = gtk_widget_get_first_child(list)
+    while let current = child {
+        rows.append(current)
+        child = gtk_widget_get_next_sibling(current)
+    }
+    let height = Float(gtk_widget_get_height(window))
+    return rows.enumerated().map { index, row in
+        var bounds = graphene_rect_t()
+        let placed = gtk_widget_compute_bounds(row, window, &bounds) != 0
+        let inside = placed && bounds.origin.y >= 0 && bounds.origin.y + bounds.size.height <= height + 0.5
+        return "card \(index + 1) of \(rows.count): \(inside ? "in the picture" : "cut off")"
+    }
+}

@@ -32,6 +32,8 @@ final class TodayView {
     /// The "updated … ago" label of each card, kept current.
     private var updatedLabels: [(Widget, TodayCard)] = []
     private var shotTaken = false
+    /// Whether the window was sized to show every card for the picture.
+    private var shotFitted = false
     /// Whether the light or dark style is settled: a picture waits for the
     /// desktop's preference, asked at start.
     private var styleKnown = true
@@ -184,11 +186,15 @@ final class TodayView {
                 Today.busName, path: Today.managerPath, interface: Today.center.name, Today.Center.listWidgets, timeout: .seconds(25)
             ).body.first?.elements ?? []
             var cards: [TodayCard] = []
+            let directories = Directories(environment: ProcessInfo.processInfo.environment)
             for case .objectPath(let path) in paths {
                 let reply = try await connection.call(
                     Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.widget.name.rawValue)])
                 let values = reply.body.first?.stringDictionary ?? [:]
-                cards.append(TodayCard(id: values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue, properties: values))
+                cards.append(
+                    TodayCard(id: values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue, properties: values) {
+                        AppIcon.desktopEntryIcon(of: $0, in: directories)
+                    })
             }
             return cards
         } catch {
@@ -266,8 +272,30 @@ final class TodayView {
             shotWanted = true
             return
         }
+        // The picture shows every card: a window too short for them grows
+        // to their height first, and the picture is taken once that is laid out.
+        if !shotFitted, let list {
+            shotFitted = true
+            let width = gtk_widget_get_width(window)
+            let bannerHeight = banner.map { gtk_widget_get_visible($0) != 0 ? naturalHeight($0, width: width) : 0 } ?? 0
+            let wanted = naturalHeight(list, width: width) + bannerHeight
+            // The list is laid out whole inside its scroller's viewport,
+            // which shows what fits.
+            let visible = gtk_widget_get_parent(list).map { gtk_widget_get_height($0) } ?? 0
+            if wanted > visible + bannerHeight {
+                gtk_window_set_default_size(cast(window), width, min(wanted, 16_000))
+                every(seconds: 1) { [self] in
+                    takeScreenshot()
+                    return false
+                }
+                return
+            }
+        }
         shotTaken = true
-        if describe { FileSystem.writeAll(1, visibleTexts(window).map { $0 + "\n" }.joined()) }
+        if describe {
+            let placement = list.map { rowsInside($0, window: window) } ?? []
+            FileSystem.writeAll(1, (visibleTexts(window) + cardIcons(window) + placement).map { $0 + "\n" }.joined())
+        }
         if !savePNG(of: window, to: screenshot) {
             FileSystem.writeAll(2, "today-view: cannot render the window to \(screenshot)\n")
             status = 1
@@ -288,10 +316,9 @@ final class TodayView {
         if card.preferredHeight > 0 { gtk_widget_set_size_request(content, -1, Int32(clamping: Int(min(card.preferredHeight, 4000).rounded()))) }
 
         let header = box(vertical: false, spacing: 8)
-        if let icon = card.iconPath {
-            let image = gtk_image_new_from_file(icon)!
-            gtk_image_set_pixel_size(cast(image), 24)
-            append(header, image)
+        switch card.icon {
+        case .file(let path): append(header, cardIcon(file: path, named: AppIcon.fallbackName))
+        case .named(let icon): append(header, cardIcon(file: nil, named: icon))
         }
         let name = label(card.name, classes: ["card-name"], wrap: false)
         gtk_widget_set_hexpand(name, 1)

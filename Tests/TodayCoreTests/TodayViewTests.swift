@@ -47,13 +47,14 @@ import TodayProtocol
 
     /// Runs today-view --screenshot --describe against `address`.
     static func render(
-        _ address: String, pane: Bool = false, delay: Int = 0, style: String? = nil, presses: [String] = []
+        _ address: String, pane: Bool = false, delay: Int = 0, style: String? = nil, presses: [String] = [],
+        environment: [String] = []
     ) async throws -> (texts: [String], png: Data, status: Int32, errors: String) {
         let folder = try temporaryDirectory("view")
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
         let result = try await run(
-            ["env", "GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", view, "--address", address, "--screenshot", png.path, "--describe"]
+            ["env", "GTK_A11Y=none"] + environment + ["xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe"]
                 + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? [])
                 + presses.flatMap { ["--press", $0] }, timeout: 60)
         return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status, result.error)
@@ -173,6 +174,46 @@ import TodayProtocol
         let away = try await Self.render(bus.address)
         #expect(away.status == 0)
         #expect(away.texts.first?.hasPrefix("todayd is not running") == true, "\(away.texts)")
+    }
+
+    /// Every card shows its app's icon: the examples their
+    /// CFBundleIconFile, loaded by GTK; an app without one the icon of its
+    /// desktop entry, from the theme; an app with neither the theme's icon
+    /// for a program.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func everyCardShowsAnIcon() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let data = try temporaryDirectory("view-icons")
+        defer { try? FileManager.default.removeItem(at: data) }
+        for app in ["AgostiniTech", "Traffic", "Tram"] {
+            try FileManager.default.copyItem(atPath: Paths.examples + "/\(app).app", toPath: bundles.path + "/\(app).app")
+        }
+        let content = #"cat > /dev/null; echo '{"result": "new-data", "snapshot": {"title": "hello"}}'"#
+        try bundles.addApp("org.example.Entry", widgets: [.init(name: "Mail", script: content)])
+        try bundles.addApp("org.example.Bare", widgets: [.init(name: "Plain", script: content)])
+        try FileManager.default.createDirectory(at: data.appendingPathComponent("applications"), withIntermediateDirectories: true)
+        try "[Desktop Entry]\nType=Application\nName=Entry\nExec=true\nIcon=mail-unread-symbolic\n".write(
+            to: data.appendingPathComponent("applications/org.example.Entry.desktop"), atomically: true, encoding: .utf8)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        try await client.center("RegisterApp", [.string("org.example.Entry")])
+        _ = try await client.center("UpdateAll")
+
+        let shown = try await Self.render(daemon.address, environment: ["XDG_DATA_HOME=\(data.path)"])
+        #expect(shown.status == 0, "\(shown.errors)")
+        let icons = shown.texts.filter { $0.hasPrefix("icon ") }.sorted()
+        #expect(
+            icons == [
+                "icon Latest Post: file 64×64", "icon Mail: named mail-unread-symbolic (in the theme)",
+                "icon Plain: named application-x-executable (in the theme)", "icon Traffic: file 64×64", "icon Tram Departures: file 64×64",
+            ], "\(icons)")
+        // The picture shows every card, however many: five do not fit the
+        // window's first height, and it grows to them.
+        #expect(shown.texts.filter { $0.hasPrefix("card ") } == (1...5).map { "card \($0) of 5: in the picture" }, "\(shown.texts)")
+        #expect(Self.size(shown.png).map { $0.1 > 640 } == true, "\(Self.size(shown.png).map { "\($0)" } ?? "no picture") \(shown.errors)")
     }
 
     /// Light or dark: as asked with --style, else as the desktop prefers

@@ -31,6 +31,10 @@ public struct TodayCard: Equatable, Sendable {
     public var id: String
     public var name: String
     public var iconPath: String?
+    /// What the card's header shows beside the name.
+    public var icon: AppIcon
+    /// The container app's bundle id.
+    public var containerID: String
     public var title: String?
     public var subtitle: String?
     public var body: String?
@@ -51,17 +55,22 @@ public struct TodayCard: Equatable, Sendable {
     public var margins: (Double, Double, Double, Double)
 
     public static func == (a: TodayCard, b: TodayCard) -> Bool {
-        a.id == b.id && a.name == b.name && a.iconPath == b.iconPath && a.title == b.title && a.subtitle == b.subtitle
+        a.id == b.id && a.name == b.name && a.iconPath == b.iconPath && a.icon == b.icon && a.containerID == b.containerID && a.title == b.title && a.subtitle == b.subtitle
             && a.body == b.body && a.image == b.image && a.items == b.items && a.actions == b.actions && a.url == b.url
             && a.accessibilityLabel == b.accessibilityLabel && a.hasContent == b.hasContent && a.lastResult == b.lastResult
             && a.lastFailure == b.lastFailure && a.lastUpdated == b.lastUpdated && a.preferredHeight == b.preferredHeight
             && a.margins == b.margins
     }
 
-    public init(id: String, properties values: [String: Value]) {
+    /// The card for widget `id` with D-Bus properties `values`;
+    /// `entryIcon` finds the icon a container app's desktop entry names,
+    /// for apps without `IconPath`.
+    public init(id: String, properties values: [String: Value], entryIcon: (String) -> String? = { _ in nil }) {
         self.id = id
         name = values["DisplayName"]?.string ?? id
         iconPath = values["IconPath"]?.string.flatMap { $0.isEmpty ? nil : $0 }
+        containerID = values["ContainerBundleIdentifier"]?.string ?? ""
+        icon = AppIcon(iconPath: iconPath, entryIcon: iconPath == nil ? entryIcon(containerID) : nil)
         let snapshot = ((try? values["Snapshot"].map(ValueMapping.plist)?.dictionary) ?? nil) ?? [:]
         title = snapshot["title"]?.string
         subtitle = snapshot["subtitle"]?.string
