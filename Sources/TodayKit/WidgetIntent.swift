@@ -1,5 +1,6 @@
 import Foundation
 import PropertyList
+import TodayProtocol
 
 // Buttons and toggles that run the widget's own code (SPEC section 10), in
 // the spirit of App Intents: an intent is a type with an id, a title and
@@ -54,59 +55,22 @@ extension SetValueIntent {
     public mutating func setValue(_ value: Bool) { self.value = value }
 }
 
-/// A button or toggle of a snapshot.
-public struct Action: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
-        case button
-        case toggle(isOn: Bool)
-    }
+/// A button or toggle of a snapshot, made from the intent it runs.
+public typealias Action = Snapshot.Action
 
-    public var id: String
-    public var title: String
-    public var kind: Kind
-    /// A freedesktop icon name.
-    public var iconName: String?
-    public var accessibilityLabel: String?
-
+extension Snapshot.Action {
     /// Button(intent:).
     public static func button<Intent: WidgetIntent>(
         intent: Intent, iconName: String? = nil, accessibilityLabel: String? = nil
-    ) -> Action {
-        Action(id: Intent.id, title: Intent.title, kind: .button, iconName: iconName, accessibilityLabel: accessibilityLabel)
+    ) -> Snapshot.Action {
+        Snapshot.Action(id: Intent.id, title: Intent.title, kind: .button, iconName: iconName, accessibilityLabel: accessibilityLabel)
     }
 
     /// Toggle(isOn:intent:).
     public static func toggle<Intent: SetValueIntent>(
         intent: Intent, isOn: Bool, iconName: String? = nil, accessibilityLabel: String? = nil
-    ) -> Action {
-        Action(id: Intent.id, title: Intent.title, kind: .toggle(isOn: isOn), iconName: iconName, accessibilityLabel: accessibilityLabel)
-    }
-
-    var plist: PlistValue {
-        var d: PlistDictionary = ["id": .string(id), "title": .string(title)]
-        switch kind {
-        case .button: d["kind"] = .string("button")
-        case .toggle(let isOn):
-            d["kind"] = .string("toggle")
-            d["state"] = .boolean(isOn)
-        }
-        if let iconName { d["icon-name"] = .string(iconName) }
-        if let accessibilityLabel { d["accessibility-label"] = .string(accessibilityLabel) }
-        return .dictionary(d)
-    }
-
-    init(id: String, title: String, kind: Kind, iconName: String?, accessibilityLabel: String?) {
-        self.id = id
-        self.title = title
-        self.kind = kind
-        self.iconName = iconName
-        self.accessibilityLabel = accessibilityLabel
-    }
-
-    init?(_ value: PlistValue) {
-        guard let d = value.dictionary, let id = d["id"]?.string, let title = d["title"]?.string else { return nil }
-        let kind: Kind = d["kind"]?.string == "toggle" ? .toggle(isOn: d["state"]?.bool ?? false) : .button
-        self.init(id: id, title: title, kind: kind, iconName: d["icon-name"]?.string, accessibilityLabel: d["accessibility-label"]?.string)
+    ) -> Snapshot.Action {
+        Snapshot.Action(id: Intent.id, title: Intent.title, kind: .toggle(isOn: isOn), iconName: iconName, accessibilityLabel: accessibilityLabel)
     }
 }
 

@@ -7,97 +7,9 @@ import TodayProtocol
 public typealias UpdateResult = TodayProtocol.UpdateResult
 
 /// What a widget shows: the keys panels understand (SPEC section 2), and
-/// any others, which pass through to them.
-public struct Snapshot: Sendable, Equatable {
-    public var title: String?
-    public var subtitle: String?
-    public var body: String?
-    /// PNG or JPEG, at most 1 MiB.
-    public var image: Data?
-    public var imagePath: String?
-    /// What a tap opens.
-    public var url: URL?
-    public var items: [Item]
-    /// Buttons and toggles (at most 8), each running a WidgetIntent.
-    public var actions: [Action]
-    public var accessibilityLabel: String?
-    /// Further keys, passed to panels as they are.
-    public var extra: PlistDictionary
-
-    public struct Item: Sendable, Equatable {
-        public var title: String
-        public var subtitle: String?
-        public var url: URL?
-        /// The id of one of the snapshot's actions, which the row runs.
-        public var action: String?
-        public init(title: String, subtitle: String? = nil, url: URL? = nil, action: String? = nil) {
-            self.title = title
-            self.subtitle = subtitle
-            self.url = url
-            self.action = action
-        }
-    }
-
-    public init(
-        title: String? = nil, subtitle: String? = nil, body: String? = nil, image: Data? = nil, imagePath: String? = nil,
-        url: URL? = nil, items: [Item] = [], actions: [Action] = [], accessibilityLabel: String? = nil, extra: PlistDictionary = [:]
-    ) {
-        self.title = title
-        self.subtitle = subtitle
-        self.body = body
-        self.image = image
-        self.imagePath = imagePath
-        self.url = url
-        self.items = items
-        self.actions = actions
-        self.accessibilityLabel = accessibilityLabel
-        self.extra = extra
-    }
-
-    /// The snapshot as todayd stores it.
-    public var dictionary: PlistDictionary {
-        var d = extra
-        if let title { d["title"] = .string(title) }
-        if let subtitle { d["subtitle"] = .string(subtitle) }
-        if let body { d["body"] = .string(body) }
-        if let image { d["image"] = .data(image) }
-        if let imagePath { d["image-path"] = .string(imagePath) }
-        if let url { d["url"] = .string(url.absoluteString) }
-        if !items.isEmpty {
-            d["items"] = .array(
-                items.map { item in
-                    var entry: PlistDictionary = ["title": .string(item.title)]
-                    if let subtitle = item.subtitle { entry["subtitle"] = .string(subtitle) }
-                    if let url = item.url { entry["url"] = .string(url.absoluteString) }
-                    if let action = item.action { entry["action"] = .string(action) }
-                    return .dictionary(entry)
-                })
-        }
-        if !actions.isEmpty { d["actions"] = .array(actions.map(\.plist)) }
-        if let accessibilityLabel { d["accessibility-label"] = .string(accessibilityLabel) }
-        return d
-    }
-
-    public init(dictionary d: PlistDictionary) {
-        title = d["title"]?.string
-        subtitle = d["subtitle"]?.string
-        body = d["body"]?.string
-        image = d["image"]?.data
-        imagePath = d["image-path"]?.string
-        url = d["url"]?.string.flatMap(URL.init(string:))
-        items = (d["items"]?.array ?? []).compactMap { value in
-            guard let entry = value.dictionary, let title = entry["title"]?.string else { return nil }
-            return Item(
-                title: title, subtitle: entry["subtitle"]?.string, url: entry["url"]?.string.flatMap(URL.init(string:)),
-                action: entry["action"]?.string)
-        }
-        actions = (d["actions"]?.array ?? []).compactMap(Action.init)
-        accessibilityLabel = d["accessibility-label"]?.string
-        var rest = d
-        for key in ["title", "subtitle", "body", "image", "image-path", "url", "items", "actions", "accessibility-label"] { rest[key] = nil }
-        extra = rest
-    }
-}
+/// any others, which pass through to them. One model, todayd's and every
+/// panel's: `Snapshot(title:subtitle:body:image:imagePath:url:items:actions:)`.
+public typealias Snapshot = TodayProtocol.Snapshot
 
 /// NCWidgetProviding: a widget's provider. todayd runs the widget's
 /// executable with `perform-update`; `main()` reads the previous snapshot,
@@ -146,7 +58,7 @@ extension WidgetProviding {
     func answer(input: Data, afterAction: Bool = false) async -> Int32 {
         var previous = Snapshot()
         if !input.isEmpty, let value = try? Plist.read(input), let dictionary = value.dictionary {
-            previous = Snapshot(dictionary: dictionary)
+            previous = Snapshot(dictionary)
         }
         let (result, snapshot) = await performUpdate(previous: previous)
         var answer: PlistDictionary = ["result": .string(result.rawValue)]

@@ -357,7 +357,7 @@ final class TodayView {
                 if let action = item.action {
                     call(Today.widgetPath(id), Today.widget.name, Today.Widget.performAction, action, VariantDictionary([]))
                 } else if let url = item.url {
-                    call(Today.managerPath, Today.center.name, Today.Center.openURL, url, VariantDictionary([]))
+                    call(Today.managerPath, Today.center.name, Today.Center.openURL, url.absoluteString, VariantDictionary([]))
                 }
             }
             gtk_widget_add_css_class(row, "flat")
@@ -372,7 +372,7 @@ final class TodayView {
                 if action.isToggle {
                     control = gtk_toggle_button_new()!
                     setContent(of: control, title: action.title, icon: action.iconName)
-                    gtk_toggle_button_set_active(cast(control), action.state ? 1 : 0)
+                    gtk_toggle_button_set_active(cast(control), action.isOn ? 1 : 0)
                     connect(control, "toggled", press)
                 } else {
                     control = button(action.title, icon: action.iconName, press)

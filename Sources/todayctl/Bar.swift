@@ -30,13 +30,13 @@ func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
     let chosen = arguments
 
     /// The widgets to show now; nil while todayd is away.
-    func current() async -> [BarWidget]? {
+    func current() async -> [TodayCard]? {
         do {
             let ids = chosen.isEmpty ? try await client.widgetIDs() : chosen
-            var widgets: [BarWidget] = []
+            var widgets: [TodayCard] = []
             for id in ids {
                 do {
-                    widgets.append(BarWidget(id: id, properties: try await client.properties(Today.widgetPath(id))))
+                    widgets.append(TodayCard(id: id, properties: try await client.properties(Today.widgetPath(id))))
                 } catch let failure as Failure where failure.message.contains("no object") {
                     continue  // not installed (now): nothing to show for it
                 }
@@ -115,7 +115,7 @@ private func readClicks(_ connection: Connection) throws {
                     if button == 3, let snapshot = try? await connection.call(
                         Today.busName, path: path, interface: .properties, member: .get,
                         [.string(Today.widget.name.rawValue), .string(Today.Widget.snapshot.name)]).body.first?.unwrapped,
-                        let first = (try? ValueMapping.plist(snapshot))?["actions"]?.array?.first?["id"]?.string
+                        let first = ((try? ValueMapping.plist(snapshot))?.dictionary).flatMap({ Snapshot($0).actions.first?.id })
                     {
                         _ = try? await connection.call(
                             Today.busName, path: path, interface: Today.widget.name, Today.Widget.performAction, first, VariantDictionary([]),

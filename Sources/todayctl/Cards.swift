@@ -3,51 +3,33 @@ import PropertyList
 import TodayCore
 import TodayProtocol
 
-/// One widget as `show` draws it.
-struct WidgetCard {
-    var id: String
-    var name: String
-    var hasContent: Bool
-    /// Nil until the first update.
-    var lastResult: UpdateResult?
-    var lastFailure: String
-    var lastUpdated: UInt64
-    var preferredHeight: Double
-    var snapshot: PlistDictionary
-    /// When the content changes to the timeline's next entry, µs; 0: none.
-    var nextEntryDate: UInt64 = 0
-
-
+/// A widget as `show` draws it, in a terminal or as plain text.
+extension TodayCard {
     /// The lines of the card's content, before any frame.
     func contentLines(width: Int) -> [String] {
         var lines: [String] = []
-        if let title = snapshot["title"]?.string { lines += wrap(title, width) }
-        if let subtitle = snapshot["subtitle"]?.string { lines += wrap(subtitle, width) }
-        if let body = snapshot["body"]?.string {
+        if let title = snapshot.title { lines += wrap(title, width) }
+        if let subtitle = snapshot.subtitle { lines += wrap(subtitle, width) }
+        if let body = snapshot.body {
             if !lines.isEmpty { lines.append("") }
             lines += wrap(body, width)
         }
-        for item in snapshot["items"]?.array ?? [] {
-            guard let entry = item.dictionary, let title = entry["title"]?.string else { continue }
-            let subtitle = entry["subtitle"]?.string.map { " (\($0))" } ?? ""
-            lines += wrap("• " + title + subtitle, width)
+        for item in snapshot.items {
+            lines += wrap("• " + item.title + (item.subtitle.map { " (\($0))" } ?? ""), width)
         }
-        if let image = snapshot["image"]?.data { lines.append("[image, \(image.count) bytes]") }
-        if let path = snapshot["image-path"]?.string { lines += wrap("[image: \(path)]", width) }
-        if let url = snapshot["url"]?.string { lines += wrap("→ " + url, width) }
-        let actions = (snapshot["actions"]?.array ?? []).compactMap { action -> String? in
-            guard let id = action["id"]?.string else { return nil }
-            let title = action["title"]?.string ?? id
-            if action["kind"]?.string == "toggle" { return "[\(action["state"]?.bool == true ? "✓" : " ")] \(title) (\(id))" }
-            return "[ \(title) ] (\(id))"
+        if let image = snapshot.image { lines.append("[image, \(image.count) bytes]") }
+        if let path = snapshot.imagePath { lines += wrap("[image: \(path)]", width) }
+        if let url { lines += wrap("→ " + url, width) }
+        let actions = snapshot.actions.map { action in
+            action.isToggle ? "[\(action.isOn ? "✓" : " ")] \(action.title) (\(action.id))" : "[ \(action.title) ] (\(action.id))"
         }
         if !actions.isEmpty { lines += wrap(actions.joined(separator: "  "), width) }
-        if snapshot.isEmpty { lines.append(hasContent ? "(no snapshot yet)" : "(no content)") }
+        if snapshot == Snapshot() { lines.append(hasContent ? "(no snapshot yet)" : "(no content)") }
         return lines
     }
 
     var status: String {
-        var parts = [TodayCard.updated(lastUpdated, at: Date())]
+        var parts = [updated(at: Date())]
         if nextEntryDate > 0 { parts.append("changes at \(localTime(nextEntryDate))") }
         if lastResult == .failed { parts.append("✗ last update failed: \(lastFailure)") }
         if !hasContent { parts.append("hidden: no content") }

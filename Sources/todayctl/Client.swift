@@ -85,7 +85,7 @@ struct Client {
         }
     }
 
-    func card(_ text: String) async throws -> WidgetCard {
+    func card(_ text: String) async throws -> TodayCard {
         let id = try Self.widgetID(text)
         let values: [String: Value]
         do {
@@ -93,14 +93,7 @@ struct Client {
         } catch let failure as Failure where failure.message.contains("no object") {
             throw Failure.refused("no widget '\(id)' is installed; `todayctl list` shows those that are")
         }
-        typealias W = Today.Widget
-        let snapshot = (try? values[W.snapshot.name].map(ValueMapping.plist)?.dictionary) ?? nil
-        return WidgetCard(
-            id: text, name: values[W.displayName.name]?.string ?? text, hasContent: values[W.hasContent.name]?.bool ?? true,
-            lastResult: values[W.lastResult.name]?.string.flatMap(UpdateResult.init(rawValue:)),
-            lastFailure: values[W.lastFailure.name]?.string ?? "", lastUpdated: values[W.lastUpdated.name]?.uint64 ?? 0,
-            preferredHeight: values[W.preferredHeight.name]?.double ?? 0, snapshot: snapshot ?? [:],
-            nextEntryDate: values[W.nextEntryDate.name]?.uint64 ?? 0)
+        return TodayCard(id: text, properties: values)
     }
 
     /// Signals that match `rules` from whoever owns todayd's name, now and

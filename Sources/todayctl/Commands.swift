@@ -41,10 +41,10 @@ func takeIdentity(_ arguments: inout [String]) throws -> String? {
     return bundle
 }
 
-func cardValue(_ card: WidgetCard) -> PlistValue {
+func cardValue(_ card: TodayCard) -> PlistValue {
     .dictionary([
         "id": .string(card.id), "name": .string(card.name), "hasContent": .boolean(card.hasContent),
         "lastResult": .string(card.lastResult?.rawValue ?? ""), "lastFailure": .string(card.lastFailure),
-        "lastUpdated": .unsigned(card.lastUpdated), "snapshot": .dictionary(card.snapshot),
+        "lastUpdated": .unsigned(card.lastUpdated), "snapshot": .dictionary(card.snapshot.dictionary),
     ])
 }

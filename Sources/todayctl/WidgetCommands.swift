@@ -9,7 +9,7 @@ import TodayProtocol
 
 func list(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.isEmpty else { throw Failure.usage("list takes no arguments") }
-    var cards: [WidgetCard] = []
+    var cards: [TodayCard] = []
     for id in try await client.widgetIDs() { cards.append(try await client.card(id)) }
     if json {
         Out.json(.array(cards.map { card in
@@ -28,7 +28,7 @@ func list(_ client: Client, _ arguments: [String], json: Bool) async throws {
 func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count <= 1 else { throw Failure.usage("show takes at most one widget id") }
     let ids = try arguments.isEmpty ? await client.widgetIDs() : arguments
-    var cards: [WidgetCard] = []
+    var cards: [TodayCard] = []
     for id in ids { cards.append(try await client.card(id)) }
     if json {
         Out.json(.array(cards.map(cardValue)))
@@ -154,7 +154,7 @@ func timeline(_ client: Client, _ arguments: [String], json: Bool) async throws 
     }
     Out.line("\(card.name) (\(id))")
     for (index, entry) in entries.enumerated() {
-        let title = entry.snapshot["title"]?.string.map { "\"\($0)\"" } ?? "(\(entry.snapshot.count) keys)"
+        let title = Snapshot(entry.snapshot).title.map { "\"\($0)\"" } ?? "(\(entry.snapshot.count) keys)"
         let relevance = entry.relevance == 0 ? "" : "  relevance \(entry.relevance)"
         Out.line("\(index == 0 ? "▶" : " ") \(localTime(entry.date))  \(title)\(relevance)")
     }
@@ -165,6 +165,6 @@ func timeline(_ client: Client, _ arguments: [String], json: Bool) async throws 
 /// A snapshot in a few words, for `watch`.
 func snapshotSummary(_ value: PlistValue) -> String {
     guard let d = value.dictionary, !d.isEmpty else { return "{}" }
-    if let title = d["title"]?.string { return "\"\(title)\" (\(d.count) keys)" }
+    if let title = Snapshot(d).title { return "\"\(title)\" (\(d.count) keys)" }
     return "(\(d.count) keys)"
 }

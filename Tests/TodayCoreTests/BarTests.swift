@@ -47,8 +47,8 @@ import TodayProtocol
         }
     }
 
-    static func widget(_ snapshot: PlistDictionary, result: String = "new-data", updated: UInt64 = 1_796_119_200_000_000, interval: UInt32 = 0, hasContent: Bool = true) -> BarWidget {
-        BarWidget(
+    static func widget(_ snapshot: PlistDictionary, result: String = "new-data", updated: UInt64 = 1_796_119_200_000_000, interval: UInt32 = 0, hasContent: Bool = true) -> TodayCard {
+        TodayCard(
             id: "org.example.Bar.W",
             properties: [
                 "DisplayName": .string("Weather"), "HasContent": .boolean(hasContent), "Snapshot": ValueMapping.dbus(snapshot),

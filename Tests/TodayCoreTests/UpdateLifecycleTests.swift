@@ -111,7 +111,7 @@ import TodayProtocol
             Issue.record("a toggle's no-data should keep the state asked for")
             return
         }
-        #expect(SnapshotRules.actions(of: answer.dated[0].snapshot).first?.state == true)
+        #expect(Snapshot(answer.dated[0].snapshot).actions.first?.isOn == true)
         #expect(answer.dated.count == 1 && answer.dated[0].snapshot["title"] == .string("Traffic"))
         // A failure goes back.
         let failed = Lifecycle.settle(.failed(.timeout), of: toggle, previous: previous)

@@ -3,43 +3,17 @@ import FoundationEssentials
 import PropertyList
 import TodayProtocol
 
-/// One widget as a bar module shows it.
-public struct BarWidget: Equatable, Sendable {
-    public var id: String
-    public var name: String
-    public var hasContent: Bool
-    public var snapshot: PlistDictionary
-    public var lastResult: UpdateResult?
-    public var lastFailure: String
-    /// µs since the epoch; 0: never.
-    public var lastUpdated: UInt64
-    public var updateInterval: UInt32
-    public var iconPath: String
-
-    public init(id: String, properties values: [String: Value]) {
-        self.id = id
-        name = values["DisplayName"]?.string ?? id
-        hasContent = values["HasContent"]?.bool ?? true
-        snapshot = ((try? values["Snapshot"].map(ValueMapping.plist)?.dictionary) ?? nil) ?? [:]
-        lastResult = values["LastResult"]?.string.flatMap(UpdateResult.init(rawValue:))
-        lastFailure = values["LastFailure"]?.string ?? ""
-        lastUpdated = values["LastUpdated"]?.uint64 ?? 0
-        if case .uint32(let interval)? = values["UpdateInterval"] { updateInterval = interval } else { updateInterval = 0 }
-        iconPath = values["IconPath"]?.string ?? ""
-    }
-
+/// A widget as a bar module shows it.
+extension TodayCard {
     /// The text on the bar: the snapshot's title, else the widget's name.
-    public var text: String { snapshot["title"]?.string ?? name }
+    public var text: String { snapshot.title ?? name }
 
     /// The tooltip: name, subtitle, body, items, and why the last update failed.
     public var tooltip: String {
         var lines = [name]
-        if let subtitle = snapshot["subtitle"]?.string { lines.append(subtitle) }
-        if let body = snapshot["body"]?.string { lines.append(body) }
-        for item in snapshot["items"]?.array ?? [] {
-            guard let title = item["title"]?.string else { continue }
-            lines.append("• " + title + (item["subtitle"]?.string.map { " (\($0))" } ?? ""))
-        }
+        if let subtitle = snapshot.subtitle { lines.append(subtitle) }
+        if let body = snapshot.body { lines.append(body) }
+        for item in snapshot.items { lines.append("• " + item.title + (item.subtitle.map { " (\($0))" } ?? "")) }
         if lastResult == .failed { lines.append("last update failed: \(lastFailure)") }
         return lines.joined(separator: "\n")
     }
@@ -79,7 +53,7 @@ public enum BarFormat: String, CaseIterable, Sendable {
 
     /// One status line for these widgets (those without content are left
     /// out; with none left, the empty module that hides it).
-    public func line(_ widgets: [BarWidget], at now: Date = Date()) -> String {
+    public func line(_ widgets: [TodayCard], at now: Date = Date()) -> String {
         let shown = widgets.filter(\.hasContent)
         switch self {
         case .waybar:
@@ -117,7 +91,7 @@ public enum BarFormat: String, CaseIterable, Sendable {
         case .genmon:
             guard let first = shown.first else { return "<txt></txt>" }
             var out = ""
-            if let image = first.snapshot["image-path"]?.string ?? (first.iconPath.isEmpty ? nil : first.iconPath) {
+            if let image = first.snapshot.imagePath ?? first.iconPath {
                 out += "<img>\(Self.markup(image))</img>"
             }
             out += "<txt>\(Self.markup(shown.map(\.text).joined(separator: "  ·  ")))</txt>"

@@ -3,26 +3,10 @@ import FoundationEssentials
 import PropertyList
 import TodayProtocol
 
-/// What the Today view shows for one widget (SPEC section 13), from the
-/// widget's D-Bus properties: plain Swift, tested without a display.
+/// One widget as every client shows it (SPEC section 13): the Today view's
+/// card, `todayctl show`'s and a bar module's, read from the widget's D-Bus
+/// properties. Plain Swift, tested without a display.
 public struct TodayCard: Equatable, Sendable {
-    public struct Item: Equatable, Sendable {
-        public var title: String
-        public var subtitle: String?
-        public var url: String?
-        /// The action the item's row runs, when it names one.
-        public var action: String?
-    }
-
-    public struct Action: Equatable, Sendable {
-        public var id: String
-        public var title: String
-        public var isToggle: Bool
-        public var state: Bool
-        public var iconName: String?
-        public var accessibilityLabel: String?
-    }
-
     public enum Image: Equatable, Sendable {
         case bytes(Data)
         case path(String)
@@ -30,79 +14,77 @@ public struct TodayCard: Equatable, Sendable {
 
     public var id: String
     public var name: String
+    /// The container app's `CFBundleIconFile`, nil when none.
     public var iconPath: String?
     /// What the card's header shows beside the name.
     public var icon: AppIcon
     /// The container app's bundle id.
     public var containerID: String
-    public var title: String?
-    public var subtitle: String?
-    public var body: String?
-    public var image: Image?
-    public var items: [Item]
-    public var actions: [Action]
-    public var url: String?
-    /// What a screen reader says for the card.
-    public var accessibilityLabel: String
+    public var snapshot: Snapshot
     public var hasContent: Bool
     /// Nil until the first update.
     public var lastResult: UpdateResult?
     public var lastFailure: String
     /// µs since the epoch; 0: never.
     public var lastUpdated: UInt64
+    /// Seconds between scheduled updates; 0: only on request.
+    public var updateInterval: UInt32
+    /// When the content changes to the timeline's next entry, µs; 0: none.
+    public var nextEntryDate: UInt64
     public var preferredHeight: Double
     /// Top, left, bottom, right.
     public var margins: (Double, Double, Double, Double)
 
     public static func == (a: TodayCard, b: TodayCard) -> Bool {
-        a.id == b.id && a.name == b.name && a.iconPath == b.iconPath && a.icon == b.icon && a.containerID == b.containerID && a.title == b.title && a.subtitle == b.subtitle
-            && a.body == b.body && a.image == b.image && a.items == b.items && a.actions == b.actions && a.url == b.url
-            && a.accessibilityLabel == b.accessibilityLabel && a.hasContent == b.hasContent && a.lastResult == b.lastResult
-            && a.lastFailure == b.lastFailure && a.lastUpdated == b.lastUpdated && a.preferredHeight == b.preferredHeight
-            && a.margins == b.margins
+        a.id == b.id && a.name == b.name && a.iconPath == b.iconPath && a.icon == b.icon && a.containerID == b.containerID
+            && a.snapshot == b.snapshot && a.hasContent == b.hasContent && a.lastResult == b.lastResult
+            && a.lastFailure == b.lastFailure && a.lastUpdated == b.lastUpdated && a.updateInterval == b.updateInterval
+            && a.nextEntryDate == b.nextEntryDate && a.preferredHeight == b.preferredHeight && a.margins == b.margins
     }
 
     /// The card for widget `id` with D-Bus properties `values`;
     /// `entryIcon` finds the icon a container app's desktop entry names,
     /// for apps without `IconPath`.
     public init(id: String, properties values: [String: Value], entryIcon: (String) -> String? = { _ in nil }) {
+        typealias W = Today.Widget
+        func string(_ property: Property) -> String? { values[property.name]?.string }
         self.id = id
-        name = values["DisplayName"]?.string ?? id
-        iconPath = values["IconPath"]?.string.flatMap { $0.isEmpty ? nil : $0 }
-        containerID = values["ContainerBundleIdentifier"]?.string ?? ""
+        name = string(W.displayName) ?? id
+        iconPath = string(W.iconPath).flatMap { $0.isEmpty ? nil : $0 }
+        containerID = string(W.containerBundleIdentifier) ?? ""
         icon = AppIcon(iconPath: iconPath, entryIcon: iconPath == nil ? entryIcon(containerID) : nil)
-        let snapshot = ((try? values["Snapshot"].map(ValueMapping.plist)?.dictionary) ?? nil) ?? [:]
-        title = snapshot["title"]?.string
-        subtitle = snapshot["subtitle"]?.string
-        body = snapshot["body"]?.string
-        if let data = snapshot["image"]?.data {
-            image = .bytes(data)
-        } else if let path = snapshot["image-path"]?.string {
-            image = .path(path)
-        }
-        items = (snapshot["items"]?.array ?? []).compactMap { item in
-            guard let title = item["title"]?.string else { return nil }
-            return Item(title: title, subtitle: item["subtitle"]?.string, url: item["url"]?.string, action: item["action"]?.string)
-        }
-        actions = (snapshot["actions"]?.array ?? []).compactMap { action in
-            guard let id = action["id"]?.string else { return nil }
-            return Action(
-                id: id, title: action["title"]?.string ?? id, isToggle: action["kind"]?.string == "toggle",
-                state: action["state"]?.bool ?? false, iconName: action["icon-name"]?.string,
-                accessibilityLabel: action["accessibility-label"]?.string)
-        }
-        url = snapshot["url"]?.string
-        accessibilityLabel = snapshot["accessibility-label"]?.string ?? ([name, title, subtitle].compactMap { $0 }.joined(separator: ", "))
-        hasContent = values["HasContent"]?.bool ?? true
-        lastResult = values["LastResult"]?.string.flatMap(UpdateResult.init(rawValue:))
-        lastFailure = values["LastFailure"]?.string ?? ""
-        lastUpdated = values["LastUpdated"]?.uint64 ?? 0
-        preferredHeight = values["PreferredHeight"]?.double ?? 0
-        if case .structure(let fields)? = values["MarginInsets"], fields.count == 4 {
+        snapshot = Snapshot(((try? values[W.snapshot.name].map(ValueMapping.plist)?.dictionary) ?? nil) ?? [:])
+        hasContent = values[W.hasContent.name]?.bool ?? true
+        lastResult = string(W.lastResult).flatMap(UpdateResult.init(rawValue:))
+        lastFailure = string(W.lastFailure) ?? ""
+        lastUpdated = values[W.lastUpdated.name]?.uint64 ?? 0
+        if case .uint32(let interval)? = values[W.updateInterval.name] { updateInterval = interval } else { updateInterval = 0 }
+        nextEntryDate = values[W.nextEntryDate.name]?.uint64 ?? 0
+        preferredHeight = values[W.preferredHeight.name]?.double ?? 0
+        if case .structure(let fields)? = values[W.marginInsets.name], fields.count == 4 {
             margins = (fields[0].double ?? 0, fields[1].double ?? 0, fields[2].double ?? 0, fields[3].double ?? 0)
         } else {
             margins = (0, 0, 0, 0)
         }
+    }
+
+    public var title: String? { snapshot.title }
+    public var subtitle: String? { snapshot.subtitle }
+    public var body: String? { snapshot.body }
+    public var items: [Snapshot.Item] { snapshot.items }
+    public var actions: [Snapshot.Action] { snapshot.actions }
+    /// What a tap opens.
+    public var url: String? { snapshot.url?.absoluteString }
+
+    /// The picture: the snapshot's bytes, else its image file.
+    public var image: Image? {
+        if let data = snapshot.image { return .bytes(data) }
+        return snapshot.imagePath.map(Image.path)
+    }
+
+    /// What a screen reader says for the card.
+    public var accessibilityLabel: String {
+        snapshot.accessibilityLabel ?? [name, title, subtitle].compactMap { $0 }.joined(separator: ", ")
     }
 
     /// "updated just now", "updated 5 min ago", "updated 3 h ago",

@@ -295,7 +295,7 @@ public final class ExecProvider: Sendable {
             guard let snapshot = snapshot?.dictionary else {
                 return .failed(.badOutput("'new-data' needs a 'snapshot' dictionary or a 'timeline'"))
             }
-            if let problem = SnapshotRules.problem(snapshot) { return .failed(.badOutput("\(problem)")) }
+            if let problem = Snapshot.problem(in: snapshot) { return .failed(.badOutput("\(problem)")) }
             do {
                 var timeline = TimelineAnswer(snapshot: try SnapshotRules.stored(snapshot))
                 if let policy = answer["policy"] { timeline.policy = try TimelineAnswer.policy(policy) }

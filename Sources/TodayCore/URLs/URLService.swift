@@ -71,7 +71,7 @@ extension TodayService {
     /// The user tapped a widget: its snapshot's `url`, or else its app.
     public func activate(_ id: BundleID, platformData: VariantDictionary) async throws -> String {
         let widget = try widget(id)
-        let (url, containerID) = widget.data.withLock { ($0.snapshot["url"]?.string, $0.manifest.containerBundleIdentifier) }
+        let (url, containerID) = widget.data.withLock { ($0.snapshot[Snapshot.Key.url.rawValue]?.string, $0.manifest.containerBundleIdentifier) }
         if let url, !url.isEmpty { return try await open(url, platformData: platformData) }
         for (connection, bundle) in identities.registrations where bundle == containerID.rawValue {
             if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PropertyList
+import TodayProtocol
 
 /// What a timeline asks for after its entries (SPEC section 9).
 public enum ReloadPolicy: Sendable, Equatable {
@@ -222,7 +223,7 @@ public struct TimelineAnswer: Sendable, Equatable {
             guard let dateValue = entry["date"] else { throw Problem(description: "\(at) has no 'date'") }
             let date = try Self.date(dateValue, at: "\(at).date")
             guard let snapshot = entry["snapshot"]?.dictionary else { throw Problem(description: "\(at) needs a 'snapshot' dictionary") }
-            if let problem = SnapshotRules.problem(snapshot) { throw Problem(description: "\(at): \(problem)") }
+            if let problem = Snapshot.problem(in: snapshot) { throw Problem(description: "\(at): \(problem)") }
             let stored: PlistDictionary
             do {
                 stored = try SnapshotRules.stored(snapshot)

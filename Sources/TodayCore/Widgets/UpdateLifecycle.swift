@@ -80,7 +80,7 @@ struct UpdateLifecycle<Run: Sendable>: Sendable {
         guard case .action(let action) = kind, let state = action.state else { return (outcome, false) }
         switch outcome {
         case .noData:
-            return (.newData(TimelineAnswer(snapshot: SnapshotRules.setting(action.id, to: state, in: previous))), false)
+            return (.newData(TimelineAnswer(snapshot: Snapshot.settingToggle(action.id, to: state, in: previous))), false)
         case .failed:
             return (outcome, true)
         case .newData:

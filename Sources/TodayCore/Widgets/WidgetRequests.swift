@@ -38,16 +38,16 @@ extension TodayService {
         let now = self.now()
         typealias Started = (admission: Widget.Lifecycle.Admission, action: ProviderAction, previous: PlistDictionary, shown: [(String, Value)]?)
         let started = widget.data.withLock { data -> Result<Started, TodayError> in
-            guard let offered = SnapshotRules.actions(of: data.snapshot).first(where: { $0.id == actionID }) else {
+            guard let offered = Snapshot.action(actionID, in: data.snapshot) else {
                 return .failure(.noSuchAction(widget: id.rawValue, action: actionID))
             }
-            let action = ProviderAction(id: actionID, state: offered.isToggle ? !offered.state : nil)
+            let action = ProviderAction(id: actionID, state: offered.isToggle ? !offered.isOn : nil)
             // The provider gets the snapshot as it was before a toggle.
             let previous = data.snapshot
             let admission = data.lifecycle.request(.action(action), record: data.record, widget: id, now: now) { UpdateInProgress() }
             var shown: [(String, Value)]?
             if case .start = admission, let state = action.state {
-                data.timeline.current?.snapshot = SnapshotRules.setting(actionID, to: state, in: previous)
+                data.timeline.current?.snapshot = Snapshot.settingToggle(actionID, to: state, in: previous)
                 shown = Self.entryProperties(of: data, at: now)
             }
             return .success((admission, action, previous, shown))
