@@ -212,7 +212,7 @@ import TodayProtocol
             try await group.waitForAll()
         }
         #expect(order.value.first == "other", "the other client waited for the slow updates")
-        #expect(outcomes.value == ["new-data": TodayService.maximumPendingCalls, "org.freedesktop.DBus.Error.LimitsExceeded": Self.pendingCalls - TodayService.maximumPendingCalls])
+        #expect(outcomes.value == ["new-data": WidgetService.maximumPendingCalls, "org.freedesktop.DBus.Error.LimitsExceeded": Self.pendingCalls - WidgetService.maximumPendingCalls])
     }
 
     /// Callers that leave while their call is being authorized (the first

@@ -149,7 +149,7 @@ import TodayProtocol
             let copied = DispatchSemaphore(value: 0)
             let release = DispatchSemaphore(value: 0)
             let writes = Locked(0)
-            service.beforeRecordWrite.withLock {
+            service.widgets.records.beforeWrite.withLock {
                 $0 = { _ in
                     var first = false
                     writes.withLock { count in
@@ -164,7 +164,7 @@ import TodayProtocol
             // The flush, on a thread of its own, stops after copying the record.
             let flushed = DispatchSemaphore(value: 0)
             Thread {
-                service.flushRecords()
+                service.widgets.records.flush()
                 flushed.signal()
             }.start()
             copied.wait()

@@ -36,14 +36,16 @@ import Testing
         // goes, so the number is never handed to a file opened meanwhile
         // (a durable write's temporary file) for the poke to write into.
         let fired = Locked(0)
-        let timer = try #require(
-            WallClockTimer {
+        let ended = Locked(false)
+        let made = WallClockTimer(
+            fire: {
                 fired.withLock { $0 += 1 }
                 return 3600
-            })
-        #expect(try await eventually { fired.value == 1 && Self.timerThreads() == 1 }, "the timer thread runs")
+            }, ended: { ended.withLock { $0 = true } })
+        let timer = try #require(made)
+        #expect(try await eventually { fired.value == 1 }, "the timer thread runs")
         timer.stop()
-        #expect(try await eventually { Self.timerThreads() == 0 }, "the timer thread should end at stop()")
+        #expect(try await eventually { ended.value }, "the timer thread should end at stop()")
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("poke-\(UUID().uuidString)").path
         let file = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         #expect(file >= 0)
@@ -55,12 +57,6 @@ import Testing
         timer.poke(ifBefore: .distantPast)
         var info = stat()
         #expect(fstat(file, &info) == 0 && info.st_size == 0, "a poke after stop wrote \(info.st_size) bytes into a file")
-    }
-
-    /// How many of this process's threads are named todayd-timer.
-    static func timerThreads() -> Int {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.count { (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) == "todayd-timer\n" }
     }
 
     /// Sets the clock to the time it shows, 50 µs on (the call itself takes

@@ -2,7 +2,7 @@ import DBus
 import FoundationEssentials
 import TodayProtocol
 
-extension TodayService {
+extension WidgetService {
     /// The object of widget `id` (SPEC section 4's Widget interface), its
     /// methods bound to this service; `properties` are its first values.
     func widgetObject(_ id: BundleID, properties: [String: Value]) -> ExportedInterface {

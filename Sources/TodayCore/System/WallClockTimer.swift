@@ -24,13 +24,17 @@ final class WallClockTimer: Sendable {
     private let deadline = Atomic<Double>(.infinity)
 
     /// Starts the thread, or returns nil where the kernel has no timerfd.
-    /// `fire` returns how many seconds to sleep before calling it again.
-    init?(fire: @escaping @Sendable () -> Double) {
+    /// `fire` returns how many seconds to sleep before calling it again;
+    /// `ended` runs on the thread as it ends, after `stop()`.
+    init?(fire: @escaping @Sendable () -> Double, ended: @escaping @Sendable () -> Void = {}) {
         guard let timer = try? FileDescriptor.wallClockTimer(), let wake = try? FileDescriptor.eventCounter() else { return nil }
         self.timer = timer
         self.wake = wake
         do {
-            try Threads.detach { [self] in loop(fire) }
+            try Threads.detach { [self] in
+                loop(fire)
+                ended()
+            }
         } catch {
             return nil
         }

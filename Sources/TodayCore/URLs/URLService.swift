@@ -1,11 +1,43 @@
 import DBus
 import FoundationEssentials
+import Synchronization
 import TodayProtocol
 
-extension TodayService {
+/// URL dispatch (SPEC section 6): where a URL goes (a running app that
+/// registered its scheme, a bundle's app, a desktop entry) and opening it
+/// there; starting a widget's container app. Owns the desktop-entry index
+/// and the launches it made.
+final class URLService: Sendable {
+    let connection: Connection
+    let identities: Identities
+    let log: Logger
+    /// The session's environment, which launched apps inherit.
+    let environment: [String: String]
+    let busAddress: String?
+    /// The desktop entries and mimeapps.list files, read again when they change.
+    let mimeIndex: MimeIndexCache
+    /// The processes started to open URLs, to see a URL come back.
+    let urlLaunches = URLLaunches()
+    /// The installed bundles' apps, from the last scan.
+    private let apps = Mutex<[AppManifest]>([])
+
+    init(connection: Connection, identities: Identities, environment: [String: String], busAddress: String?, log: Logger) {
+        self.connection = connection
+        self.identities = identities
+        self.environment = environment
+        self.busAddress = busAddress
+        self.log = log
+        mimeIndex = MimeIndexCache(configuration: MimeApps(environment: environment))
+    }
+
+    /// The apps of a new scan of the bundle folders.
+    func update(apps: [AppManifest]) {
+        self.apps.withLock { $0 = apps }
+    }
+
     /// Where `url` would go, launching nothing.
     public func resolve(_ url: String) async throws -> URLHandler {
-        var router = URLRouter(scheme: try URLDispatch.scheme(of: url), apps: state(\.apps), registrations: identities.registrations)
+        var router = URLRouter(scheme: try URLDispatch.scheme(of: url), apps: apps.withLock { $0 }, registrations: identities.registrations)
         while true {
             switch router.step {
             case .ask(let connection, let bundle):
@@ -68,11 +100,11 @@ extension TodayService {
         return handler.id
     }
 
-    /// The user tapped a widget: its snapshot's `url`, or else its app.
-    public func activate(_ id: BundleID, platformData: VariantDictionary) async throws -> String {
-        let widget = try widget(id)
-        let (url, containerID) = widget.data.withLock { ($0.snapshot[Snapshot.Key.url.rawValue]?.string, $0.manifest.containerBundleIdentifier) }
-        if let url, !url.isEmpty { return try await open(url, platformData: platformData) }
+    /// Brings app `containerID` forward, as a tap on one of its widgets
+    /// without a URL does: Activate on the running app where it exports
+    /// org.freedesktop.Application, else its executable, started. Returns
+    /// the app's id; `widget` names the widget in the error.
+    func activateApp(_ containerID: BundleID, for widget: BundleID, platformData: VariantDictionary) async throws -> String {
         for (connection, bundle) in identities.registrations where bundle == containerID.rawValue {
             if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),
                 let path = URLDispatch.applicationPath(bundle)
@@ -81,8 +113,8 @@ extension TodayService {
                 return bundle
             }
         }
-        guard let app = state(\.apps).first(where: { $0.bundleIdentifier == containerID }), let executable = app.executable else {
-            throw TodayError.noHandler("'\(id)' has no URL in its snapshot and its app '\(containerID)' has no executable to start")
+        guard let app = apps.withLock({ $0 }).first(where: { $0.bundleIdentifier == containerID }), let executable = app.executable else {
+            throw TodayError.noHandler("'\(widget)' has no URL in its snapshot and its app '\(containerID)' has no executable to start")
         }
         try URLDispatch.launch([executable], environment: launchEnvironment, directory: environment["HOME"])
         return containerID.rawValue

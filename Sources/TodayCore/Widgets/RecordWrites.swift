@@ -1,19 +1,37 @@
 import DBus
 import FoundationEssentials
-import Glibc
-import PropertyList
 import Synchronization
+import TodayProtocol
 
 /// Widget records on disk: written before a reply where a caller's value
-/// or a new snapshot must survive, batched within a second otherwise.
-extension TodayService {
+/// must survive (has-content), batched within a second otherwise (last
+/// results and schedules), and at shutdown.
+final class RecordWriter: Sendable {
+    private let store: WidgetStore
+    private let log: Logger
+    private let state = Mutex(State())
+    /// Called between copying a record and writing it: where a test holds
+    /// one write to show that another cannot overtake it.
+    let beforeWrite = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    private struct State {
+        /// Widgets whose record changed since it was last written.
+        var unsaved: [BundleID: WidgetService.Widget] = [:]
+        var flush: Task<Void, Never>?
+    }
+
+    init(store: WidgetStore, log: Logger) {
+        self.store = store
+        self.log = log
+    }
+
     /// Writes the widget's record as it is now. A write that copied an
     /// older record (the deferred flush, say) cannot land after one that
     /// carries a newer change: copy and write happen under one lock.
-    func saveRecord(of widget: Widget) {
+    func save(_ widget: WidgetService.Widget) {
         widget.recordWriter.withLock { _ in
             let record = widget.data.withLock { $0.record }
-            beforeRecordWrite.withLock { $0 }?(widget.id.rawValue)
+            beforeWrite.withLock { $0 }?(widget.id.rawValue)
             do {
                 try store.save(record, for: widget.id)
             } catch {
@@ -22,29 +40,27 @@ extension TodayService {
         }
     }
 
-    /// Last results and schedules are written within a second, together,
-    /// and at shutdown; what a caller set (has-content) and new snapshots
-    /// are written before the reply.
-    func saveLater(_ widget: Widget) {
+    /// Writes the widget's record within a second, with the others changed meanwhile.
+    func saveLater(_ widget: WidgetService.Widget) {
         state.withLock { state in
-            state.unsaved.insert(widget.id)
+            state.unsaved[widget.id] = widget
             guard state.flush == nil else { return }
             state.flush = Task { [weak self] in
                 try? await Task.sleep(for: .seconds(1))
-                self?.flushRecords()
+                self?.flush()
             }
         }
     }
 
     /// Writes every record changed since the last flush.
-    func flushRecords() {
-        let widgets = state.withLock { state -> [Widget] in
+    func flush() {
+        let widgets = state.withLock { state -> [WidgetService.Widget] in
             defer {
-                state.unsaved = []
+                state.unsaved = [:]
                 state.flush = nil
             }
-            return state.unsaved.compactMap { state.widgets[$0] }
+            return Array(state.unsaved.values)
         }
-        for widget in widgets { saveRecord(of: widget) }
+        for widget in widgets { save(widget) }
     }
 }

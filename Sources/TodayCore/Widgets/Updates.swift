@@ -5,38 +5,8 @@ import PropertyList
 import Synchronization
 import TodayProtocol
 
-extension TodayService {
+extension WidgetService {
     // MARK: Updates
-
-    /// Update calls one connection may have waiting at once; past it,
-    /// LimitsExceeded, so one client cannot pile up work for everyone.
-    public static let maximumPendingCalls = 64
-
-    func limitingCalls<T: Sendable>(of sender: String, _ body: () async throws -> T) async throws -> T {
-        try admit(sender)
-        defer { release(sender) }
-        return try await body()
-    }
-
-    /// Counts a call of `sender` that waits for an update, or refuses it.
-    func admit(_ sender: String) throws {
-        let admitted = state.withLock { state -> Bool in
-            let count = state.pendingCalls[sender, default: 0]
-            guard count < Self.maximumPendingCalls else { return false }
-            state.pendingCalls[sender] = count + 1
-            return true
-        }
-        guard admitted else {
-            throw DBusError(.limitsExceeded, "this connection already waits for \(Self.maximumPendingCalls) updates; wait for their answers first")
-        }
-    }
-
-    func release(_ sender: String) {
-        state.withLock { state in
-            let count = state.pendingCalls[sender, default: 1] - 1
-            state.pendingCalls[sender] = count > 0 ? count : nil
-        }
-    }
 
     /// PerformUpdate from the bus: started on the connection's loop thread
     /// and answered by whichever thread finishes the update (a provider's,
@@ -89,9 +59,7 @@ extension TodayService {
 
     /// Updates every widget that has content, concurrently.
     public func updateAll() async -> [(BundleID, UpdateResult)] {
-        let ids = state.withLock { state in
-            state.order.filter { id in state.widgets[id]?.data.withLock { $0.record.hasContent } ?? false }
-        }
+        let ids = idsWithContent
         return await withTaskGroup(of: (BundleID, UpdateResult).self) { group in
             for id in ids {
                 group.addTask { (id, (try? await self.performUpdate(id)) ?? .failed) }
@@ -112,64 +80,43 @@ extension TodayService {
     }
 
     /// Stores and announces what a provider run of `kind` came to; returns
-    /// the result.
+    /// the result. What it comes to is decided under the widget's lock
+    /// (`Widget.Data.plan`); new content is written to disk before anyone
+    /// hears of it, and the outcome committed under the lock again
+    /// (`Widget.Data.commit`); then it is announced.
     func record(
         _ outcome: ProviderOutcome, of widget: Widget, previous: PlistDictionary, scheduled: Bool, kind: Widget.Lifecycle.Kind = .update
     ) -> UpdateResult {
-        let action: ProviderAction? = if case .action(let action) = kind { action } else { nil }
-        @Sendable func finished(_ data: inout Widget.Data) {
-            data.lifecycle.finish(kind)
-        }
         if isStopping {
-            widget.data.withLock { finished(&$0) }
+            widget.data.withLock { $0.lifecycle.finish(kind) }
             return .failed
         }
         let now = self.now()
         if case .failed(let reason) = outcome { log.warning("\(widget.id): update failed: \(reason)") }
-        // New content is on disk before anyone hears of it; the same
-        // content again needs no write. Content that cannot be kept is a
-        // failure, and the previous snapshot stays.
-        var snapshotChanged = false
-        var timeline: Timeline?
-        var (outcome, revert) = Widget.Lifecycle.settle(outcome, of: kind, previous: previous)
-        if revert {
-            let reverted = widget.data.withLock { data -> [(String, Value)] in
-                data.timeline.current?.snapshot = previous
-                return Self.entryProperties(of: data, at: now)
-            }
-            widget.object.set(reverted)
-        }
-        if case .newData(let answer) = outcome {
-            var current = widget.data.withLock { $0.timeline }
-            // Against what was stored, not the state shown while the toggle ran.
-            if let action, action.state != nil { current.current?.snapshot = previous }
-            let next = current.replaced(by: answer, at: now)
-            if next != current {
-                do {
-                    try store.save(timeline: next, for: widget.id)
-                    timeline = next
-                    snapshotChanged = true
-                } catch {
-                    log.warning("\(widget.id): cannot keep the snapshot: \(error)")
-                    outcome = .failed(.storage("\(error)"))
-                }
+        let plan = widget.data.withLock { $0.plan(recording: outcome, of: kind, previous: previous, at: now) }
+        if let reverted = plan.reverted { widget.object.set(reverted) }
+        var outcome = plan.outcome
+        var stored: Timeline?
+        if let timeline = plan.timeline {
+            do {
+                try store.save(timeline: timeline, for: widget.id)
+                stored = timeline
+            } catch {
+                // Content that cannot be kept is a failure; the previous snapshot stays.
+                log.warning("\(widget.id): cannot keep the snapshot: \(error)")
+                outcome = .failed(.storage("\(error)"))
             }
         }
-        widget.data.withLock { data in
-            if let timeline { data.timeline = timeline }
-            data.record.lastResult = outcome.result
-            data.record.lastFailure = outcome.failureReason
-            data.record.lastUpdated = ValueMapping.microseconds(now)
-            data.record.schedule.plan(
-                at: now, reload: data.reload, hasContent: data.record.hasContent,
-                outcome: outcome.result != .failed, scheduled: scheduled)
-        }
-        saveLater(widget)
-        let due = publishUpdate(widget, snapshotChanged: snapshotChanged)
+        let (changes, due) = widget.data.withLock { $0.commit(outcome, timeline: stored, scheduled: scheduled, at: now) }
+        records.saveLater(widget)
+        widget.object.set(changes)
         try? widget.object.emit(Today.Widget.updated, [.string(outcome.result.rawValue)])
-        if let action { try? widget.object.emit(Today.Widget.actionPerformed, [.string(action.id), .string(outcome.result.rawValue)]) }
-        widget.data.withLock { finished(&$0) }
-        scheduleChanged(due: due)
+        if case .action(let action) = kind {
+            try? widget.object.emit(Today.Widget.actionPerformed, [.string(action.id), .string(outcome.result.rawValue)])
+        }
+        widget.data.withLock { $0.lifecycle.finish(kind) }
+        // After the run has ended: a look passes over a widget that is updating.
+        scheduler.poke(ifDue: due)
         return outcome.result
     }
 

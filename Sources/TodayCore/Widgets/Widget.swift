@@ -5,7 +5,7 @@ import PropertyList
 import Synchronization
 import TodayProtocol
 
-extension TodayService {
+extension WidgetService {
     /// One widget: its object, manifest, remembered state and snapshot,
     /// and the update running for it, which later callers share.
     final class Widget: Sendable {
@@ -38,6 +38,47 @@ extension TodayService {
             /// What the current entry shows.
             var snapshot: PlistDictionary { timeline.snapshot }
 
+            /// What a provider run of `kind` that came to `outcome` does to
+            /// the widget, decided at once: a toggle whose run failed shows
+            /// `previous` again (`reverted`, to announce now); new content
+            /// is a new timeline (`timeline`, to write before it is
+            /// committed), against what was stored rather than the state a
+            /// toggle showed while it ran.
+            mutating func plan(
+                recording outcome: ProviderOutcome, of kind: Lifecycle.Kind, previous: PlistDictionary, at now: Date
+            ) -> RecordPlan {
+                let (outcome, revert) = Lifecycle.settle(outcome, of: kind, previous: previous)
+                var plan = RecordPlan(outcome: outcome)
+                if revert {
+                    timeline.current?.snapshot = previous
+                    plan.reverted = WidgetService.entryProperties(of: self, at: now)
+                }
+                if case .newData(let answer) = outcome {
+                    var current = timeline
+                    if case .action(let action) = kind, action.state != nil { current.current?.snapshot = previous }
+                    let next = current.replaced(by: answer, at: now)
+                    if next != current { plan.timeline = next }
+                }
+                return plan
+            }
+
+            /// Takes `outcome` in, with `timeline` where its new content was
+            /// stored, and plans the next scheduled update; returns the
+            /// properties that changed and when the widget is next due.
+            mutating func commit(
+                _ outcome: ProviderOutcome, timeline stored: Timeline?, scheduled: Bool, at now: Date
+            ) -> (changes: [(String, Value)], due: Date?) {
+                if let stored { timeline = stored }
+                record.lastResult = outcome.result
+                record.lastFailure = outcome.failureReason
+                record.lastUpdated = ValueMapping.microseconds(now)
+                record.schedule.plan(
+                    at: now, reload: reload, hasContent: record.hasContent, outcome: outcome.result != .failed, scheduled: scheduled)
+                let changes = WidgetService.values(of: self, at: now, from: stored != nil ? [.outcome, .entry, .timeline] : [.outcome])
+                let due = [record.hasContent ? record.schedule.next : nil, timeline.nextDate].compactMap { $0 }.min()
+                return (changes, due)
+            }
+
             /// What decides the next scheduled update: the timeline's policy.
             var reload: Schedule.Reload {
                 switch timeline.policy {
@@ -56,4 +97,14 @@ extension TodayService {
         }
     }
 
+}
+
+/// What recording a provider run's outcome comes to (`Widget.Data.plan`).
+struct RecordPlan {
+    /// The outcome as it counts: a toggle's `no-data` is the toggled snapshot.
+    var outcome: ProviderOutcome
+    /// Properties to announce at once: a failed toggle's state taken back.
+    var reverted: [(String, Value)]?
+    /// New content, to write to disk before it is committed; nil: none.
+    var timeline: Timeline?
 }

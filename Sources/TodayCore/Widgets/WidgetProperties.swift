@@ -24,16 +24,16 @@ struct WidgetPropertyRow: Sendable {
 
     let property: Property
     let source: Source
-    let value: @Sendable (TodayService.Widget.Data, Date) -> Value
+    let value: @Sendable (WidgetService.Widget.Data, Date) -> Value
 
-    init(_ property: Property, _ source: Source, _ value: @escaping @Sendable (TodayService.Widget.Data, Date) -> Value) {
+    init(_ property: Property, _ source: Source, _ value: @escaping @Sendable (WidgetService.Widget.Data, Date) -> Value) {
         self.property = property
         self.source = source
         self.value = value
     }
 }
 
-extension TodayService {
+extension WidgetService {
     fileprivate typealias Members = Today.Widget
 
     /// Every property of `Today.widget`, in its order.
@@ -90,40 +90,11 @@ extension TodayService {
             }
         }
         widget.object.set(values)
-        scheduleChanged()
-    }
-
-    /// What is due next may have changed: the scheduler looks again.
-    func scheduleChanged() {
-        state.withLock { $0.timer }?.poke()
+        scheduler.poke()
     }
 
     /// The properties that follow the timeline's current entry.
     static func entryProperties(of data: Widget.Data, at now: Date) -> [(String, Value)] {
         values(of: data, at: now, from: [.entry])
-    }
-
-    /// Announces what an update changes, without recomputing the rest;
-    /// returns when the widget is next due (an update or a timeline's
-    /// next entry), for `scheduleChanged(due:)` once the run has ended.
-    func publishUpdate(_ widget: Widget, snapshotChanged: Bool) -> Date? {
-        let now = self.now()
-        let (changes, due) = widget.data.withLock { data in
-            (
-                Self.values(of: data, at: now, from: snapshotChanged ? [.outcome, .entry, .timeline] : [.outcome]),
-                [data.record.hasContent ? data.record.schedule.next : nil, data.timeline.nextDate].compactMap { $0 }.min()
-            )
-        }
-        widget.object.set(changes)
-        return due
-    }
-
-    /// A widget is next due at `due`: the timer looks again only if that
-    /// comes before the time it is set for, so a panel's PerformUpdate
-    /// costs no walk over every widget. After the run has ended: the timer
-    /// passes over a widget that is updating.
-    func scheduleChanged(due: Date?) {
-        guard let due else { return }
-        state.withLock { $0.timer }?.poke(ifBefore: due)
     }
 }

@@ -5,7 +5,7 @@ import PropertyList
 import Synchronization
 import TodayProtocol
 
-extension TodayService {
+extension WidgetService {
     // MARK: Actions
 
     /// PerformAction from the bus: started on the connection's loop thread
@@ -105,7 +105,7 @@ extension TodayService {
     /// caller is the app or one of its widgets).
     func reloadAllTimelines(_ call: MethodCall) async throws {
         let caller = try await callerBundle(call, for: "ReloadAllTimelines")
-        let widgets = state.withLock { Array($0.widgets.values) }
+        let widgets = all
         let container = widgets.first { $0.id.rawValue == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier.rawValue } } ?? caller
         for widget in widgets where widget.data.withLock({ $0.manifest.containerBundleIdentifier.rawValue }) == container {
             performUpdate(widget.id) { _ in }
@@ -131,7 +131,7 @@ extension TodayService {
             return true
         }
         guard changed else { return }
-        saveRecord(of: widget)
+        records.save(widget)
         publish(widget)
         log.debug("\(id): has content: \(hasContent) (told by \(caller))")
     }
