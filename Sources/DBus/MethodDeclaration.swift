@@ -184,3 +184,41 @@ public struct MethodBinding: Sendable {
         self.handler = handler
     }
 }
+
+extension VariantDictionary {
+    /// The entries by key, values unwrapped from their variants; the last
+    /// of a key given twice.
+    public var dictionary: [String: Value] {
+        Dictionary(entries.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })
+    }
+}
+
+extension ObjectPath: DBusArgument {
+    public static var dbusType: DBusType { .objectPath }
+    public var dbusValue: Value { .objectPath(self) }
+    public init(dbusValue value: Value) throws {
+        guard case .objectPath(let path) = value else { throw Self.mismatch(value) }
+        self = path
+    }
+}
+
+/// An `ao`.
+public struct ObjectPathList: DBusArgument, Hashable {
+    public let paths: [ObjectPath]
+    public static var dbusType: DBusType { .array(.objectPath) }
+    public var dbusValue: Value { .objectPaths(paths) }
+    public init(_ paths: [ObjectPath]) { self.paths = paths }
+    public init(dbusValue value: Value) throws {
+        guard case .array(.objectPath, let elements) = value else { throw Self.mismatch(value) }
+        paths = elements.compactMap { if case .objectPath(let path) = $0 { path } else { nil } }
+    }
+}
+
+extension UInt32: DBusArgument {
+    public static var dbusType: DBusType { .uint32 }
+    public var dbusValue: Value { .uint32(self) }
+    public init(dbusValue value: Value) throws {
+        guard case .uint32(let number) = value else { throw Self.mismatch(value) }
+        self = number
+    }
+}

@@ -184,15 +184,16 @@ public enum Daemon {
             log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP")
         }
         service.reload()
+        let names: NameOwnership
         do {
-            try await connection.subscribe(MatchRule(interface: .bus, member: MemberName("NameLost")), addToBus: false) { message in
-                if message.body.first?.string == Today.busName.rawValue { continuation.yield(.nameLost) }
+            // Each name has its own policy: losing todayd's own ends it;
+            // the names of the services that join it stop nothing else.
+            names = try await NameOwnership(connection: connection) { name, standing in
+                if name == Today.busName, standing == .lost { continuation.yield(.nameLost) }
             }
-            var flags: Connection.RequestNameFlags = [.allowReplacement, .doNotQueue]
-            if options.replace { flags.insert(.replaceExisting) }
             try await service.start()
-            let reply = try await connection.requestName(Today.busName, flags: flags)
-            guard reply == .primaryOwner || reply == .alreadyOwner else {
+            let standing = try await names.request(Today.busName, .exclusive(replaceExisting: options.replace))
+            guard standing == .owned else {
                 log.error("\(Today.busName) is already taken on this bus: another todayd runs; stop it or pass --replace")
                 connection.close()
                 return 1
@@ -244,7 +245,7 @@ public enum Daemon {
         }
         watcher?.stop()
         await service.stop()
-        connection.close()
+        withExtendedLifetime(names) { connection.close() }
         return status
     }
 }
