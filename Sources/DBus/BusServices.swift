@@ -22,7 +22,7 @@ extension Connection {
     /// Asks the bus for a well-known name.
     public func requestName(_ name: BusName, flags: RequestNameFlags) async throws -> RequestNameReply {
         let reply = try await callBus(MemberName("RequestName"), [.string(name.rawValue), .uint32(flags.rawValue)])
-        guard case .uint32(let code)? = reply.body.first, let result = RequestNameReply(rawValue: code) else {
+        guard let result = RequestNameReply(rawValue: try reply.value(UInt32.self, answering: "RequestName")) else {
             throw DBusError.failed("the bus gave an unexpected answer to RequestName")
         }
         return result
@@ -37,7 +37,7 @@ extension Connection {
     /// The credentials of the connection that owns `name`.
     public func credentials(of name: String) async throws -> Credentials {
         let reply = try await callBus(MemberName("GetConnectionCredentials"), [.string(name)])
-        let entries = reply.body.first?.stringDictionary ?? [:]
+        let entries = try reply.value(VariantDictionary.self, answering: "GetConnectionCredentials").dictionary
         return Credentials(
             userID: entries["UnixUserID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } },
             processID: entries["ProcessID"].flatMap { if case .uint32(let v) = $0 { v } else { nil } })

@@ -82,6 +82,19 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Connects to the bus at `address` and says Hello, from async code:
+    /// the connection is made on a thread of its own, so that the wait for
+    /// the bus's answer holds no thread of the cooperative pool.
+    public static func connect(address: String) async throws -> Connection {
+        try await withCheckedThrowingContinuation { continuation in
+            do {
+                try Threads.detach { continuation.resume(with: Result { try Connection(address: address) }) }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
     /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS`.
     public static func session() throws -> Connection {
         guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {

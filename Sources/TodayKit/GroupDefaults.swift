@@ -61,9 +61,8 @@ public final class GroupDefaults: Sendable {
     /// Date, [Any], [String: Any]), or nil.
     public func object(forKey key: String) -> Any? {
         do {
-            let reply = try call(Today.Group.get, key)
-            guard let value = reply.body.first else { return nil }
-            return Self.swiftValue(try ValueMapping.plist(value))
+            let value = try call(Today.Group.get, key).value(Variant.self, answering: "Get")
+            return Self.swiftValue(try ValueMapping.plist(value.value))
         } catch let error as DBusError where error.name.rawValue.hasSuffix(".NoSuchKey") {
             return nil
         } catch {
@@ -93,9 +92,8 @@ public final class GroupDefaults: Sendable {
     /// Every key and value.
     public func dictionaryRepresentation() -> [String: Any] {
         do {
-            let reply = try call(Today.Group.getAll)
-            guard let value = reply.body.first else { return [:] }
-            return (Self.swiftValue(try ValueMapping.plist(value)) as? [String: Any]) ?? [:]
+            let values = try call(Today.Group.getAll).value(VariantDictionary.self, answering: "GetAll")
+            return (Self.swiftValue(try ValueMapping.plist(values.value)) as? [String: Any]) ?? [:]
         } catch {
             report("dictionaryRepresentation()", error)
             return [:]
@@ -164,7 +162,7 @@ extension FileManager {
         do {
             guard let group = GroupID(rawValue: groupIdentifier) else { throw TodayKitError.service(GroupID.problem(groupIdentifier)) }
             let reply = try TodayBus.shared.center(Today.Center.containerPathForGroup, group)
-            return reply.body.first?.string.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            return URL(fileURLWithPath: try reply.value(String.self, answering: "ContainerPathForGroup"), isDirectory: true)
         } catch {
             report("containerURL(forSecurityApplicationGroupIdentifier: \(groupIdentifier))", error)
             return nil

@@ -29,13 +29,15 @@ enum Style: String {
         Task.detached {
             let rule = MatchRule(interface: settings, member: MemberName("SettingChanged"), arg0: "org.freedesktop.appearance")
             _ = try? await connection.subscribe(rule) { message in
-                guard message.body.count == 3, message.body[1].string == "color-scheme", let dark = colorScheme(message.body[2]) else { return }
+                guard let (_, key, value) = try? message.values(String.self, String.self, Variant.self), key == "color-scheme",
+                    let dark = colorScheme(value.value)
+                else { return }
                 apply(dark)
             }
             let reply = try? await connection.call(
                 portal, path: portalPath, interface: settings, member: MemberName("Read"),
                 [.string("org.freedesktop.appearance"), .string("color-scheme")], timeout: .seconds(2))
-            if let dark = colorScheme(reply?.body.first) { apply(dark) }
+            if let value = try? reply?.value(Variant.self, answering: "Read"), let dark = colorScheme(value.value) { apply(dark) }
             known()
         }
     }

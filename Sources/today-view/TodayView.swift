@@ -184,13 +184,13 @@ final class TodayView {
         do {
             let paths = try await connection.call(
                 Today.busName, path: Today.managerPath, interface: Today.center.name, Today.Center.listWidgets, timeout: .seconds(25)
-            ).body.first?.elements ?? []
+            ).value(ObjectPathList.self, answering: "ListWidgets").paths
             var cards: [TodayCard] = []
             let directories = Directories(environment: ProcessInfo.processInfo.environment)
-            for case .objectPath(let path) in paths {
+            for path in paths {
                 let reply = try await connection.call(
                     Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.widget.name.rawValue)])
-                let values = reply.body.first?.stringDictionary ?? [:]
+                let values = try reply.value(VariantDictionary.self, answering: "GetAll").dictionary
                 cards.append(
                     TodayCard(id: values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue, properties: values) {
                         AppIcon.desktopEntryIcon(of: $0, in: directories)

@@ -114,7 +114,7 @@ private func readClicks(_ connection: Connection) throws {
                     let path = Today.widgetPath(id)
                     if button == 3, let snapshot = try? await connection.call(
                         Today.busName, path: path, interface: .properties, member: .get,
-                        [.string(Today.widget.name.rawValue), .string(Today.Widget.snapshot.name)]).body.first?.unwrapped,
+                        [.string(Today.widget.name.rawValue), .string(Today.Widget.snapshot.name)]).value(Variant.self, answering: "Get").value,
                         let first = ((try? ValueMapping.plist(snapshot))?.dictionary).flatMap({ Snapshot($0).actions.first?.id })
                     {
                         _ = try? await connection.call(

@@ -68,9 +68,9 @@ struct Client {
 
     /// Widget ids in the panel's order.
     func widgetIDs() async throws -> [String] {
-        let paths = try await center(Today.Center.listWidgets).body.first?.elements ?? []
+        let paths = try await center(Today.Center.listWidgets).value(ObjectPathList.self, answering: "ListWidgets").paths
         var ids: [String] = []
-        for case .objectPath(let path) in paths {
+        for path in paths {
             let id = try await properties(path)[Today.Widget.bundleIdentifier.name]?.string
             ids.append(id ?? path.rawValue)
         }
@@ -81,7 +81,7 @@ struct Client {
         try await Self.attempt {
             let reply = try await connection.call(
                 Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.widget.name.rawValue)])
-            return reply.body.first?.stringDictionary ?? [:]
+            return try reply.value(VariantDictionary.self, answering: "GetAll").dictionary
         }
     }
 

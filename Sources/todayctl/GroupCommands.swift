@@ -27,7 +27,7 @@ func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws 
     switch verb {
     case "get":
         guard operands.count == 1 else { throw Failure.usage("defaults GROUP get KEY") }
-        let value = try ValueMapping.plist(try await call(Today.Group.get, operands[0]).body.first ?? .string(""))
+        let value = try ValueMapping.plist(try await call(Today.Group.get, operands[0]).value(Variant.self, answering: "Get").value)
         if json {
             Out.json(.dictionary(["key": .string(operands[0]), "value": value]))
         } else {
@@ -35,7 +35,7 @@ func defaults(_ client: Client, _ arguments: [String], json: Bool) async throws 
         }
     case "list":
         guard operands.isEmpty else { throw Failure.usage("defaults GROUP list") }
-        let value = try ValueMapping.plist(try await call(Today.Group.getAll).body.first ?? .vardict([]))
+        let value = try ValueMapping.plist(try await call(Today.Group.getAll).value(VariantDictionary.self, answering: "GetAll").value)
         if json {
             Out.json(value)
         } else {

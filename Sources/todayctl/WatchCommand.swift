@@ -49,14 +49,14 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
                 Out.line("\(timestamp()) \(object): " + text.joined(separator: " "))
             }
         case Today.Widget.updated.name.rawValue:
-            let result = message.body.first?.string ?? ""
+            let result = (try? message.value(String.self)) ?? ""
             if json {
                 Out.json(.dictionary(["event": .string("updated"), "object": .string(object), "result": .string(result)]), compact: true)
             } else {
                 Out.line("\(timestamp()) \(object): updated: \(result)")
             }
         case MemberName.nameOwnerChanged.rawValue:
-            let owner = message.body.count > 2 ? message.body[2].string ?? "" : ""
+            let owner = (try? message.values(String.self, String.self, String.self))?.2 ?? ""
             let event = owner.isEmpty ? "todayd-stopped" : "todayd-started"
             if json {
                 Out.json(.dictionary(["event": .string(event)]), compact: true)
@@ -64,7 +64,7 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
                 Out.line("\(timestamp()) todayd \(owner.isEmpty ? "stopped" : "started")")
             }
         case MemberName.interfacesAdded.rawValue, MemberName.interfacesRemoved.rawValue:
-            let target = message.body.first?.string ?? ""
+            let target = message.body.first.flatMap { try? ObjectPath(dbusValue: $0).rawValue } ?? ""
             let id = target.split(separator: "/").last.flatMap { ObjectPath.unescape(String($0)) } ?? target
             let event = message.member == MemberName.interfacesAdded.rawValue ? "added" : "removed"
             if json {

@@ -55,7 +55,7 @@ func action(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count == 2 else { throw Failure.usage("action needs a widget id and an action id") }
     let (id, action) = (arguments[0], arguments[1])
     let widget = try Client.widgetID(id)
-    let result = try await client.widget(widget, Today.Widget.performAction, action, VariantDictionary([])).body.first?.string ?? ""
+    let result = try await client.widget(widget, Today.Widget.performAction, action, VariantDictionary([])).value(String.self, answering: "PerformAction")
     let card = try await client.card(id)
     if json {
         Out.json(.dictionary(["id": .string(id), "action": .string(action), "result": .string(result), "failure": .string(card.lastFailure)]))
@@ -69,7 +69,7 @@ func update(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count == 1 else { throw Failure.usage("update needs one widget id, or --all") }
     if arguments[0] != "--all" {
         let id = arguments[0]
-        let result = try await client.center(Today.Center.performUpdate, try Client.widgetID(id)).body.first?.string ?? ""
+        let result = try await client.center(Today.Center.performUpdate, try Client.widgetID(id)).value(String.self, answering: "PerformUpdate")
         let card = try await client.card(id)
         if json {
             Out.json(.dictionary(["id": .string(id), "result": .string(result), "failure": .string(card.lastFailure)]))
@@ -86,7 +86,9 @@ func update(_ client: Client, _ arguments: [String], json: Bool) async throws {
     var results: [(String, String)] = []
     try await withThrowingTaskGroup(of: (String, String).self) { group in
         for id in ids {
-            group.addTask { (id, try await client.center(Today.Center.performUpdate, try Client.widgetID(id)).body.first?.string ?? "") }
+            group.addTask {
+                (id, try await client.center(Today.Center.performUpdate, try Client.widgetID(id)).value(String.self, answering: "PerformUpdate"))
+            }
         }
         for try await (id, result) in group {
             results.append((id, result))
@@ -122,7 +124,7 @@ func openOrResolve(_ client: Client, _ command: String, _ arguments: [String], j
     let reply = command == "open"
         ? try await client.center(Today.Center.openURL, url, VariantDictionary([]))
         : try await client.center(Today.Center.resolveURL, url)
-    let handler = reply.body.first?.string ?? ""
+    let handler = try reply.value(String.self, answering: command == "open" ? "OpenURL" : "ResolveURL")
     if json {
         Out.json(.dictionary(["url": .string(url), "handler": .string(handler)]))
     } else {
@@ -139,7 +141,8 @@ func timeline(_ client: Client, _ arguments: [String], json: Bool) async throws 
     let values = try await client.properties(Today.widgetPath(id))
     let reply = try await client.widget(try Client.widgetID(id), Today.Widget.getTimeline)
     var entries: [(date: UInt64, snapshot: PlistDictionary, relevance: Double)] = []
-    for case .structure(let fields) in reply.body.first?.elements ?? [] where fields.count == 3 {
+    let timelineType = DBusType.array(.structure([.uint64, .dictionary(key: .string, value: .variant), .double]))
+    for case .structure(let fields) in try reply.value(of: timelineType, answering: "GetTimeline").elements ?? [] where fields.count == 3 {
         let snapshot = (try? ValueMapping.plist(fields[1]).dictionary) ?? nil
         entries.append((fields[0].uint64 ?? 0, snapshot ?? [:], fields[2].double ?? 0))
     }

@@ -156,7 +156,7 @@ public enum Daemon {
 
         let connection: Connection
         do {
-            connection = try Connection(address: address)
+            connection = try await Connection.connect(address: address)
         } catch {
             log.error("cannot connect to the bus at \(address): \(error)")
             return 1

@@ -135,13 +135,15 @@ final class URLService: Sendable {
         return result
     }
 
+    /// Whether the app's object on `connection` declares org.freedesktop.Application.
     func exportsApplication(connection: String, id: String) async -> Bool {
         guard let name = BusName(rawValue: connection), let path = URLDispatch.applicationPath(id) else { return false }
         guard
             let reply = try? await self.connection.call(
                 name, path: path, interface: .introspectable, member: .introspect, timeout: .seconds(2))
         else { return false }
-        return reply.body.first?.string?.contains("\"\(Today.application.name.rawValue)\"") ?? false
+        guard let xml = try? reply.value(String.self, answering: "Introspect") else { return false }
+        return Introspection.interfaces(in: xml).contains(Today.application.name)
     }
 
     func callApplication<each Input: DBusArgument>(
