@@ -38,11 +38,11 @@ public final class BusDaemon: Sendable {
         }
         self.configFolder = configFolder
         let (pid, output) = try Self.spawn(executable, arguments: arguments, environment: environment)
-        let line = BusDaemon.readLine(fileDescriptor: output)
-        close(output)
+        let line = BusDaemon.readLine(output)
+        try? output.close()
         guard !line.isEmpty else {
-            kill(pid, SIGKILL)
-            _ = waitpid(pid, nil, 0)
+            try? Processes.signal(pid, SIGKILL)
+            _ = try? Processes.reap(pid)
             if let configFolder { try? FileManager.default.removeItem(atPath: configFolder) }
             throw DBusError.failed("\(executable) printed no address; is the dbus-daemon package installed?")
         }
@@ -60,13 +60,15 @@ public final class BusDaemon: Sendable {
     /// crashing, takes its private bus (and the bus's socket) with it.
     private static func spawn(
         _ executable: String, arguments: [String], environment: [String: String]?
-    ) throws -> (pid_t, Int32) {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw DBusError.failed("cannot make a pipe: \(Errno.current)") }
-        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-        defer { close(ends[1]) }
-        let output = ends[1]
+    ) throws -> (pid_t, FileDescriptor) {
+        let ends: (read: FileDescriptor, write: FileDescriptor)
+        do {
+            ends = try FileDescriptor.pipe()
+        } catch {
+            throw DBusError.failed("cannot make a pipe: \(error)")
+        }
+        // The daemon's end: closed here once it is started.
+        let output = ends.write.rawValue
         let started = Mutex<(pid: pid_t, error: Int32)>((-1, 0))
         Starter.run { onStarterThread in
             let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -93,11 +95,11 @@ public final class BusDaemon: Sendable {
             started.withLock { $0 = (error == 0 ? pid : -1, error) }
         }
         let (pid, error) = started.withLock { $0 }
+        withExtendedLifetime(ends.write) {}
         guard pid > 0 else {
-            close(ends[0])
             throw DBusError.failed("cannot start \(executable): \(Errno(error)); is the dbus-daemon package installed?")
         }
-        return (pid, ends[0])
+        return (pid, ends.read)
     }
 
     /// The one thread that starts private buses, and never ends.
@@ -160,11 +162,11 @@ public final class BusDaemon: Sendable {
     }
 
     /// Reads one line, byte by byte so nothing after it is consumed.
-    public static func readLine(fileDescriptor: Int32) -> String {
+    public static func readLine(_ file: FileDescriptor) -> String {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while true {
-            let count = (try? retryingInterrupts { read(fileDescriptor, &byte, 1) }) ?? -1
+            let count = (try? withUnsafeMutableBytes(of: &byte) { try file.read(into: $0) }) ?? -1
             if count <= 0 || byte == UInt8(ascii: "\n") { break }
             line.append(byte)
         }
@@ -178,10 +180,9 @@ public final class BusDaemon: Sendable {
         // Once reaped, the pid may belong to someone else: stop only once.
         guard !stopped.withLock({ was in defer { was = true }; return was }) else { return }
         if let configFolder { try? FileManager.default.removeItem(atPath: configFolder) }
-        guard kill(pid, SIGKILL) == 0 else { return }
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
-        if let socket = Self.socketPath(of: address) { unlink(socket) }
+        guard (try? Processes.signal(pid, SIGKILL)) != nil else { return }
+        _ = try? Processes.reap(pid)
+        if let socket = Self.socketPath(of: address) { try? Files.unlink(socket) }
     }
 
     /// The file of a `unix:path=…` address, unescaped (D-Bus specification,

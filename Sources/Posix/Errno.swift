@@ -23,28 +23,6 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let noSpace = Errno(ENOSPC)
 }
 
-/// Runs `call`, a system call that returns -1 and sets errno when it fails,
-/// again for as long as a signal interrupts it; returns what it returned,
-/// or throws its errno.
-@inlinable
-public func retryingInterrupts<Result: FixedWidthInteger>(_ call: () -> Result) throws(Errno) -> Result {
-    while true {
-        let result = call()
-        guard result == -1 else { return result }
-        guard errno == EINTR else { throw Errno.current }
-    }
-}
-
-/// Runs `call` once; returns what it returned, or throws its errno where
-/// it returned -1 (for calls an interruption should end: a poll whose
-/// caller looks at the clock, say).
-@inlinable
-public func failingWithErrno<Result: FixedWidthInteger>(_ call: () -> Result) throws(Errno) -> Result {
-    let result = call()
-    guard result == -1 else { return result }
-    throw Errno.current
-}
-
 /// Runs `call`, a function that returns 0 or an errno value (the pthread
 /// and posix_spawn style), and throws the errno.
 @inlinable

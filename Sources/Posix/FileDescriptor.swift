@@ -1,3 +1,4 @@
+import CSystem
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -12,13 +13,29 @@ public final class FileDescriptor: Sendable {
     public let rawValue: Int32
     private let isOpen = Atomic(true)
 
+    /// Whether it closes the descriptor (not for one borrowed).
+    private let owned: Bool
+
     /// Takes ownership of `rawValue`, an open descriptor.
     public init(owning rawValue: Int32) {
         self.rawValue = rawValue
+        owned = true
     }
 
+    /// Uses `rawValue`, which someone else owns and closes (standard
+    /// output, say), without ever closing it.
+    public init(borrowing rawValue: Int32) {
+        self.rawValue = rawValue
+        owned = false
+    }
+
+    /// Standard input, output and error, never closed here.
+    public static let standardInput = FileDescriptor(borrowing: 0)
+    public static let standardOutput = FileDescriptor(borrowing: 1)
+    public static let standardError = FileDescriptor(borrowing: 2)
+
     deinit {
-        if isOpen.load(ordering: .relaxed) { Glibc.close(rawValue) }
+        if owned, isOpen.load(ordering: .relaxed) { Glibc.close(rawValue) }
     }
 
     /// Opens `path` (relative to the open folder `folder`, when given)
@@ -26,26 +43,26 @@ public final class FileDescriptor: Sendable {
     public static func open(
         _ path: String, _ flags: Int32, mode: mode_t = 0, in folder: FileDescriptor? = nil
     ) throws(Errno) -> FileDescriptor {
-        let fd = try retryingInterrupts { openat(folder?.rawValue ?? AT_FDCWD, path, flags | O_CLOEXEC, mode) }
+        let fd = try retryingInterrupts(.open) { openat(folder?.rawValue ?? AT_FDCWD, path, flags | O_CLOEXEC, mode) }
         return FileDescriptor(owning: fd)
     }
 
     /// Closes it now, saying whether that failed (a write-back error of a
     /// file just written shows here). Later calls do nothing.
     public func close() throws(Errno) {
-        guard isOpen.exchange(false, ordering: .relaxed) else { return }
+        guard owned, isOpen.exchange(false, ordering: .relaxed) else { return }
         // Linux closes the descriptor even when close() fails: never retried.
-        _ = try failingWithErrno { Glibc.close(rawValue) }
+        _ = try failingWithErrno(.close) { Glibc.close(rawValue) }
     }
 
     /// Reads up to `buffer.count` bytes; 0 at the end of the file.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
-        try retryingInterrupts { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+        try retryingInterrupts(.read) { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
     }
 
     /// Reads up to `buffer.count` bytes from `offset`, leaving the file position.
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(Errno) -> Int {
-        try retryingInterrupts { pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+        try retryingInterrupts(.read) { pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
     }
 
     /// Everything up to the end of the file, refused with nil once it
@@ -64,7 +81,7 @@ public final class FileDescriptor: Sendable {
 
     /// Writes once; returns how many bytes were written.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(Errno) -> Int {
-        try retryingInterrupts { Glibc.write(rawValue, bytes.baseAddress, bytes.count) }
+        try retryingInterrupts(.write) { Glibc.write(rawValue, bytes.baseAddress, bytes.count) }
     }
 
     /// Writes all of `bytes`, however many writes that takes.
@@ -90,13 +107,51 @@ public final class FileDescriptor: Sendable {
 
     /// Flushes what was written to the disk.
     public func sync() throws(Errno) {
-        _ = try retryingInterrupts { fsync(rawValue) }
+        _ = try retryingInterrupts(.fsync) { fsync(rawValue) }
     }
 
     /// The file's status.
     public func status() throws(Errno) -> stat {
         var info = stat()
-        _ = try retryingInterrupts { fstat(rawValue, &info) }
+        _ = try retryingInterrupts(.stat) { fstat(rawValue, &info) }
         return info
+    }
+
+    /// Sets the file's permission bits. The corresponding C function is `fchmod`.
+    public func changeMode(_ mode: mode_t) throws(Errno) {
+        _ = try retryingInterrupts(.chmod) { fchmod(rawValue, mode) }
+    }
+
+    /// Makes reads and writes that would wait fail with EAGAIN instead.
+    /// The corresponding C function is `fcntl` (F_SETFL, O_NONBLOCK).
+    public func setNonBlocking() throws(Errno) {
+        let flags = try retryingInterrupts(.fcntl) { fcntl(rawValue, F_GETFL) }
+        _ = try retryingInterrupts(.fcntl) { fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
+    }
+
+    /// Renames `name` to `newName`, both in this open folder.
+    /// The corresponding C function is `renameat`.
+    public func rename(_ name: String, to newName: String) throws(Errno) {
+        _ = try retryingInterrupts(.rename) { renameat(rawValue, name, rawValue, newName) }
+    }
+
+    /// Removes the file `name` of this open folder.
+    /// The corresponding C function is `unlinkat`.
+    public func unlink(_ name: String) throws(Errno) {
+        _ = try retryingInterrupts(.unlink) { unlinkat(rawValue, name, 0) }
+    }
+
+    /// Creates the folder `name` in this open folder.
+    /// The corresponding C function is `mkdirat`.
+    public func makeFolder(_ name: String, mode: mode_t) throws(Errno) {
+        _ = try retryingInterrupts(.mkdir) { mkdirat(rawValue, name, mode) }
+    }
+
+    /// A pipe: what is written to `write` is read from `read`; both close on exec.
+    /// The corresponding C function is `pipe2`.
+    public static func pipe() throws(Errno) -> (read: FileDescriptor, write: FileDescriptor) {
+        var ends: [Int32] = [-1, -1]
+        _ = try failingWithErrno(.pipe) { today_pipe_cloexec(&ends) }
+        return (FileDescriptor(owning: ends[0]), FileDescriptor(owning: ends[1]))
     }
 }

@@ -26,3 +26,14 @@ public enum Threads {
         pthread_detach(thread)
     }
 }
+
+extension Threads {
+    /// Sleeps the calling thread for `duration`, whatever signals come.
+    /// The corresponding C function is `nanosleep`.
+    public static func sleep(for duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var wanted = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var left = timespec()
+        while nanosleep(&wanted, &left) == -1, errno == EINTR { wanted = left }
+    }
+}

@@ -24,7 +24,7 @@ public enum Poll {
         var polls = entries.map { pollfd(fd: $0.descriptor.rawValue, events: $0.events, revents: 0) }
         do {
             _ = try withExtendedLifetime(entries) { () throws(Errno) in
-                try failingWithErrno { Glibc.poll(&polls, nfds_t(polls.count), timeout) }
+                try failingWithErrno(.poll) { Glibc.poll(&polls, nfds_t(polls.count), timeout) }
             }
         } catch Errno.interrupted {
             return Array(repeating: 0, count: entries.count)
@@ -37,13 +37,13 @@ extension FileDescriptor {
     /// A new event counter that wakes a thread polling it.
     /// The corresponding C function is `eventfd`.
     public static func eventCounter() throws(Errno) -> FileDescriptor {
-        FileDescriptor(owning: try failingWithErrno { eventfd(0, Int32(EFD_CLOEXEC)) })
+        FileDescriptor(owning: try failingWithErrno(.eventfd) { eventfd(0, Int32(EFD_CLOEXEC)) })
     }
 
     /// Adds one to an event counter (`eventCounter()`): it reads as ready.
     public func signal() throws(Errno) {
         var one: UInt64 = 1
-        _ = try retryingInterrupts { Glibc.write(rawValue, &one, 8) }
+        _ = try retryingInterrupts(.write) { Glibc.write(rawValue, &one, 8) }
     }
 
     /// Reads an event counter or a timer back to zero, so that it is no
@@ -51,13 +51,13 @@ extension FileDescriptor {
     /// resets it as well.
     public func drain() {
         var count: UInt64 = 0
-        _ = try? retryingInterrupts { Glibc.read(rawValue, &count, 8) }
+        _ = try? retryingInterrupts(.read) { Glibc.read(rawValue, &count, 8) }
     }
 
     /// A new timer on the wall clock (CLOCK_REALTIME), disarmed.
     /// The corresponding C function is `timerfd_create`.
     public static func wallClockTimer() throws(Errno) -> FileDescriptor {
-        FileDescriptor(owning: try failingWithErrno { timerfd_create(CLOCK_REALTIME, Int32(TFD_CLOEXEC)) })
+        FileDescriptor(owning: try failingWithErrno(.timer) { timerfd_create(CLOCK_REALTIME, Int32(TFD_CLOEXEC)) })
     }
 
     /// Arms a wall-clock timer for the absolute time `date`; setting the
@@ -65,7 +65,7 @@ extension FileDescriptor {
     /// The corresponding C function is `timerfd_settime`.
     public func arm(at date: timespec) throws(Errno) {
         var setting = itimerspec(it_interval: timespec(), it_value: date)
-        _ = try failingWithErrno {
+        _ = try failingWithErrno(.timer) {
             timerfd_settime(rawValue, Int32(TFD_TIMER_ABSTIME) | Int32(TFD_TIMER_CANCEL_ON_SET), &setting, nil)
         }
     }

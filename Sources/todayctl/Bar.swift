@@ -100,7 +100,7 @@ private func readClicks(_ connection: Connection) throws {
         var pending = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = (try? retryingInterrupts { read(0, &buffer, buffer.count) }) ?? 0
+            let count = (try? buffer.withUnsafeMutableBytes { try FileDescriptor.standardInput.read(into: $0) }) ?? 0
             guard count > 0 else { return }
             pending += buffer[0..<count]
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {

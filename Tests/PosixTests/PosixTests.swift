@@ -86,3 +86,33 @@ import Testing
         #expect(try input.readToEnd(limit: 100) == Data("after the signal".utf8))
     }
 }
+
+/// The seam where a test makes a system call fail (`Faults`).
+@Suite struct FaultTests {
+    @Test func aPlannedFailureReachesTheCallerAndOnlyOnThisThread() throws {
+        let folder = try PosixTests.folder()
+        defer { rmdir(folder) }
+        try Faults.inject(.open, .noSpace) {
+            #expect(throws: Errno.noSpace) { try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY) }
+            // Used up: the next call reaches the kernel.
+            _ = try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY)
+            // Another thread has no plan.
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                #expect((try? FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY)) != nil)
+                done.signal()
+            }.start()
+            done.wait()
+        }
+        _ = try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY)
+    }
+
+    @Test func anInterruptionIsRetriedAsARealOneIs() throws {
+        let pipe = try FileDescriptor.pipe()
+        try Faults.inject([.write: [.interrupted, .interrupted], .read: [.interrupted]]) {
+            try pipe.write.write(all: Data("still whole".utf8))
+            try pipe.write.close()
+            #expect(try pipe.read.readToEnd(limit: 100) == Data("still whole".utf8))
+        }
+    }
+}

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import Posix
 import PropertyList
 import TestSupport
 import Testing
@@ -58,7 +59,7 @@ final class TodayDaemon: @unchecked Sendable {
         try process.run()
         self.address =
             address
-            ?? BusDaemon.readLine(fileDescriptor: output.fileHandleForReading.fileDescriptor).replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
+            ?? BusDaemon.readLine(FileDescriptor(owning: dup(output.fileHandleForReading.fileDescriptor))).replacingOccurrences(of: "DBUS_SESSION_BUS_ADDRESS=", with: "")
     }
 
     /// Runs `body` with todayd installed (scripts/install) under a prefix of

@@ -188,10 +188,11 @@ public final class GroupStore: Sendable {
             return try FileDescriptor.open(name, flags, in: folder)
         } catch Errno.noSuchFile where create {
             do {
-                _ = try retryingInterrupts { mkdirat(folder.rawValue, name, 0o700) }
+                try folder.makeFolder(name, mode: 0o700)
             } catch Errno.exists {}
             let made = try FileDescriptor.open(name, flags, in: folder)
-            fchmod(made.rawValue, 0o700)
+            // Whatever the umask.
+            try? made.changeMode(0o700)
             return made
         }
     }

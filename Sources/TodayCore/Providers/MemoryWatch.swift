@@ -60,7 +60,7 @@ final class MemoryWatch: Sendable {
                         work.wait()
                         continue
                     }
-                    usleep(useconds_t(Self.interval / .microseconds(1)))
+                    Threads.sleep(for: Self.interval)
                     look()
                 }
             }
@@ -95,7 +95,7 @@ final class MemoryWatch: Sendable {
             watched.withLock { table in
                 guard table[entry.pid] === entry else { return }
                 entry.killed.store(true, ordering: .releasing)
-                kill(-entry.pid, SIGKILL)
+                try? Processes.signal(group: entry.pid, SIGKILL)
             }
         }
     }
@@ -126,33 +126,18 @@ final class MemoryWatch: Sendable {
 
     /// The children of a process, from /proc/<pid>/task/<tid>/children.
     static func children(of pid: pid_t) -> [pid_t] {
-        guard let folder = opendir("/proc/\(pid)/task") else { return [] }
-        defer { closedir(folder) }
         var result: [pid_t] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while let entry = readdir(folder) {
-            let task = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard task.first?.isNumber == true else { continue }
-            let fd = open("/proc/\(pid)/task/\(task)/children", O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            let count = read(fd, &buffer, buffer.count)
-            close(fd)
-            guard count > 0 else { continue }
-            result += buffer[0..<count].split(whereSeparator: { $0 == 0x20 || $0 == 0x0A })
-                .compactMap { pid_t(String(decoding: $0, as: UTF8.self)) }
+        for task in (try? Files.entries("/proc/\(pid)/task")) ?? [] where task.first?.isNumber == true {
+            guard let bytes = try? Files.head("/proc/\(pid)/task/\(task)/children", limit: 4096) else { continue }
+            result += bytes.split(whereSeparator: { $0 == 0x20 || $0 == 0x0A }).compactMap { pid_t(String(decoding: $0, as: UTF8.self)) }
         }
         return result
     }
 
     /// The resident size of a process, from /proc/<pid>/statm.
     static func residentBytes(_ pid: pid_t) -> UInt64? {
-        let fd = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 128)
-        let count = read(fd, &buffer, buffer.count)
-        guard count > 0 else { return nil }
-        let fields = buffer[0..<count].split(separator: UInt8(ascii: " "))
+        guard let bytes = try? Files.head("/proc/\(pid)/statm", limit: 128), !bytes.isEmpty else { return nil }
+        let fields = bytes.split(separator: UInt8(ascii: " "))
         guard fields.count > 1, let pages = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
         return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
     }

@@ -18,9 +18,10 @@ struct SpawnedProcess {
     /// once and take them with it, leaving them no grace); SIGKILL to bwrap
     /// ends all of it.
     var confined = false
-    private(set) var stdin: Int32
-    private(set) var stdout: Int32
-    private(set) var stderr: Int32
+    /// Our ends of its standard input, output and error; nil once closed.
+    private(set) var stdin: FileDescriptor?
+    private(set) var stdout: FileDescriptor?
+    private(set) var stderr: FileDescriptor?
 
     struct Failure: Error, CustomStringConvertible {
         var code: Int32
@@ -29,7 +30,7 @@ struct SpawnedProcess {
 
     /// Writing to a child that stopped reading must be an EPIPE error, not
     /// the end of todayd; children get the default disposition back.
-    private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
+    private static let ignoreBrokenPipes: Void = { Signals.ignore(SIGPIPE) }()
 
     /// The thread that starts a child is its parent for the kernel, and
     /// waits for it through a pidfd and `waitpid`, not through SIGCHLD.
@@ -40,13 +41,8 @@ struct SpawnedProcess {
     /// is reaped. (`today_spawn` blocks every other signal while
     /// the child shares this thread's memory, but not SIGCHLD, so that a
     /// child that ends before it returns wakes nobody either.)
-    private static func takeChildExitsQuietly() -> sigset_t {
-        var childExits = sigset_t()
-        sigemptyset(&childExits)
-        sigaddset(&childExits, SIGCHLD)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_UNBLOCK, &childExits, &previous)
-        return previous
+    private static func takeChildExitsQuietly() -> Signals.Set {
+        Signals.unblock([SIGCHLD])
     }
 
     /// The nice value todayd was started with (its main thread's), which
@@ -72,12 +68,7 @@ struct SpawnedProcess {
     }
 
     /// The signal mask of the thread before `takeChildExitsQuietly`.
-    private let savedSignals: sigset_t
-
-    private static func restore(_ mask: sigset_t) {
-        var mask = mask
-        pthread_sigmask(SIG_SETMASK, &mask, nil)
-    }
+    private let savedSignals: Signals.Set
 
     /// Starts `executable` with `arguments` (the first being its name, as
     /// it will see it in argv[0]) and exactly `environment`.
@@ -85,31 +76,26 @@ struct SpawnedProcess {
         Self.ignoreBrokenPipes
         let savedSignals = Self.takeChildExitsQuietly()
         var started = false
-        defer { if !started { Self.restore(savedSignals) } }
-        var fds: [[Int32]] = []
-        for _ in 0..<3 {
-            var pair: [Int32] = [-1, -1]
-            guard today_pipe_cloexec(&pair) == 0 else {
-                let code = errno
-                for opened in fds { opened.forEach { close($0) } }
-                throw Failure(code: code)
-            }
-            fds.append(pair)
-        }
-        defer {
-            // The child's ends; ours stay open.
-            close(fds[0][0])
-            close(fds[1][1])
-            close(fds[2][1])
+        defer { if !started { Signals.restore(savedSignals) } }
+        // The child's ends close here once it is started; ours stay open.
+        let input: (read: FileDescriptor, write: FileDescriptor)
+        let output: (read: FileDescriptor, write: FileDescriptor)
+        let error: (read: FileDescriptor, write: FileDescriptor)
+        do {
+            input = try FileDescriptor.pipe()
+            output = try FileDescriptor.pipe()
+            error = try FileDescriptor.pipe()
+        } catch {
+            throw Failure(code: error.code)
         }
         var pid: pid_t = 0
         let status = arguments.pointers.withUnsafeBufferPointer { argv in
             environment.pointers.withUnsafeBufferPointer { envp in
                 executable.withCString { path in
                     Self.spawn(path: path, argv: argv.baseAddress, envp: envp.baseAddress, directory: directory) { request in
-                        request.input = fds[0][0]
-                        request.output = fds[1][1]
-                        request.error = fds[2][1]
+                        request.input = input.read.rawValue
+                        request.output = output.write.rawValue
+                        request.error = error.write.rawValue
                         request.nice = Self.processNice
                         request.flags = Int32(TODAY_SPAWN_PROCESS_GROUP)
                         return today_spawn(&request, &pid)
@@ -117,18 +103,14 @@ struct SpawnedProcess {
                 }
             }
         }
-        guard status == 0 else {
-            close(fds[0][1])
-            close(fds[1][0])
-            close(fds[2][0])
-            throw Failure(code: status)
-        }
+        withExtendedLifetime((input.read, output.write, error.write)) {}
+        guard status == 0 else { throw Failure(code: status) }
         started = true
         self.savedSignals = savedSignals
         self.pid = pid
-        stdin = fds[0][1]
-        stdout = fds[1][0]
-        stderr = fds[2][0]
+        stdin = input.write
+        stdout = output.read
+        stderr = error.read
     }
 
     enum Ending: Equatable {
@@ -148,35 +130,43 @@ struct SpawnedProcess {
         beforeReap: () -> Void
     ) -> (ending: Ending, output: Data) {
         let start = ContinuousClock.now
-        var output = Data()
-        var errorText = Data()
-        var errorDropped = 0
+        var collected = Collected(outputLimit: limits.output, errorLimit: limits.errorLog)
         var inputOffset = 0
         var reason: FailureReason?
         var killAt: ContinuousClock.Instant?
         var exited = false
+        let pid = self.pid
         let memory = MemoryWatch.shared.watch(pid, limit: limits.memory)
         // Readable when the process ends; without it, look every 20 ms.
-        let exitFD = today_pidfd_open(pid)
-        defer { if exitFD >= 0 { close(exitFD) } }
-        // Our ends of fresh pipes have no other status flag to keep.
-        for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+        let exit = Processes.exitDescriptor(pid)
+        // Our ends of fresh pipes have no other status flag to keep; a
+        // pipe that cannot be made non-blocking is read when poll says so.
+        for end in [stdin, stdout, stderr] { try? end?.setNonBlocking() }
         // Not zeroed: read() fills what is used of it.
-        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 65_536)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
         defer { buffer.deallocate() }
 
         func feedInput() {
-            guard stdin >= 0 else { return }
-            let written =
+            guard let stdin else { return }
+            let written: Result<Int, Errno> =
                 inputOffset < input.count
-                ? input.withUnsafeBytes { raw in write(stdin, raw.baseAddress.map { $0 + inputOffset }, raw.count - inputOffset) }
-                : 0
-            if written > 0 { inputOffset += written }
-            if inputOffset >= input.count || (written < 0 && errno != EAGAIN && errno != EINTR) { closeInput() }
+                ? input.withUnsafeBytes { raw in Result { () throws(Errno) in try stdin.write(UnsafeRawBufferPointer(rebasing: raw[inputOffset...])) } }
+                : .success(0)
+            switch written {
+            case .success(let count):
+                inputOffset += count
+                if inputOffset >= input.count { closeInput() }
+            case .failure(let error) where error == .wouldBlock:
+                // The pipe is full: the rest when it has room.
+                break
+            case .failure:
+                // EPIPE: the provider does not read its input.
+                closeInput()
+            }
         }
         // A snapshot that fits in the pipe is written at once.
         feedInput()
-        let inputFitted = stdin < 0
+        let inputFitted = stdin == nil
         // Most providers write a little and end within milliseconds. For
         // the quiet period, once its input is written, the thread waits for
         // the process to end and nothing else: what it writes waits in the
@@ -193,100 +183,88 @@ struct SpawnedProcess {
         func stop(_ why: FailureReason, signal: Int32) {
             if reason == nil { reason = why }
             if confined && signal == SIGTERM {
-                for inside in MemoryWatch.descendants(of: pid) { kill(inside, SIGTERM) }
+                for inside in MemoryWatch.descendants(of: pid) { try? Processes.signal(inside, SIGTERM) }
             } else {
-                kill(-pid, signal)
+                try? Processes.signal(group: pid, signal)
             }
             if signal == SIGTERM, killAt == nil { killAt = .now + limits.grace }
             if signal == SIGKILL { killAt = .now }
         }
 
+        /// Takes what `file` has to read now into output or error: `empty`
+        /// where it has nothing yet, `ended` once it has ended or failed.
+        func take(_ file: FileDescriptor, isOutput: Bool) -> PipeRead {
+            let read = PipeRead.from(file, into: buffer)
+            guard case .more(let count) = read else { return read }
+            let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            if isOutput {
+                collected.takeOutput(bytes)
+                if collected.tooLarge { stop(.tooLarge, signal: SIGKILL) }
+            } else {
+                collected.takeError(bytes)
+            }
+            return read
+        }
+
         while !exited {
-            var polls: [pollfd] = []
+            var entries: [Poll.Entry] = []
             // Nothing to do before the process ends, writes or reaches a
             // deadline: the time limit, or the grace after SIGTERM.
             var deadline = killAt ?? (start + limits.timeout)
-            if exitFD >= 0, stdin < 0, reason == nil, ContinuousClock.now < quietUntil {
+            if exit != nil, stdin == nil, reason == nil, ContinuousClock.now < quietUntil {
                 deadline = min(deadline, quietUntil)
             } else {
-                if stdin >= 0 { polls.append(pollfd(fd: stdin, events: Int16(POLLOUT), revents: 0)) }
-                if stdout >= 0 { polls.append(pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)) }
-                if stderr >= 0 { polls.append(pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)) }
+                if let stdin { entries.append(Poll.Entry(stdin, events: Int16(POLLOUT))) }
+                if let stdout { entries.append(Poll.Entry(stdout)) }
+                if let stderr { entries.append(Poll.Entry(stderr)) }
             }
-            if exitFD >= 0 { polls.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)) }
-            let wait = exitFD >= 0 ? deadline.pollTimeout : 20
-            _ = poll(&polls, nfds_t(polls.count), wait)
-            for entry in polls where entry.revents != 0 && entry.fd != exitFD {
-                if entry.fd == stdin {
+            if let exit { entries.append(Poll.Entry(exit)) }
+            let wait = exit != nil ? deadline.pollTimeout : 20
+            let ready = (try? Poll.wait(entries, timeout: wait)) ?? Array(repeating: 0, count: entries.count)
+            for (entry, events) in zip(entries, ready) where events != 0 && entry.descriptor !== exit {
+                if entry.descriptor === stdin {
                     feedInput()
-                } else {
-                    let count = read(entry.fd, buffer.baseAddress, buffer.count)
-                    if count > 0 {
-                        if entry.fd == stdout {
-                            output.append(UnsafeBufferPointer(rebasing: buffer[0..<count]))
-                            if output.count > limits.output { stop(.tooLarge, signal: SIGKILL) }
-                        } else {
-                            let room = max(0, limits.errorLog - errorText.count)
-                            errorText.append(UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
-                            errorDropped += count - min(count, room)
-                        }
-                    } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
-                        close(entry.fd)
-                        if entry.fd == stdout { stdout = -1 } else { stderr = -1 }
-                    }
+                } else if entry.descriptor === stdout {
+                    if take(entry.descriptor, isOutput: true) == .ended { stdout = nil }
+                } else if take(entry.descriptor, isOutput: false) == .ended {
+                    stderr = nil
                 }
             }
             let now = ContinuousClock.now
             if reason == nil, now - start >= limits.timeout { stop(.timeout, signal: SIGTERM) }
             if let due = killAt, now >= due {
-                kill(-pid, SIGKILL)
+                try? Processes.signal(group: pid, SIGKILL)
                 // Again later if the process outlives it (an uninterruptible
                 // wait delays it).
                 killAt = now + .milliseconds(100)
             }
             if reason == nil, memory.exceeded { stop(.memoryLimit, signal: SIGKILL) }
-            var info = siginfo_t()
-            if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, today_siginfo_pid(&info) == pid {
-                exited = true
-            }
+            exited = Processes.hasEnded(pid)
         }
-        // What the process wrote just before it ended.
-        for fd in [stdout, stderr] where fd >= 0 {
-            while true {
-                let count = read(fd, buffer.baseAddress, buffer.count)
-                guard count > 0 else { break }
-                if fd == stdout {
-                    if output.count <= limits.output { output.append(UnsafeBufferPointer(rebasing: buffer[0..<count])) }
-                    if output.count > limits.output, reason == nil { reason = .tooLarge }
-                } else {
-                    let room = max(0, limits.errorLog - errorText.count)
-                    errorText.append(UnsafeBufferPointer(rebasing: buffer[0..<min(count, room)]))
-                    errorDropped += count - min(count, room)
-                }
-            }
-        }
+        // What the process wrote just before it ended (a leftover of its
+        // group may hold a pipe open: what is there now, no more).
+        if let stdout { while case .more = take(stdout, isOutput: true) {} }
+        if let stderr { while case .more = take(stderr, isOutput: false) {} }
         closeInput()
-        for fd in [stdout, stderr] where fd >= 0 { close(fd) }
-        stdout = -1
-        stderr = -1
+        stdout = nil
+        stderr = nil
         MemoryWatch.shared.stop(memory)
         if reason == nil, memory.exceeded { reason = .memoryLimit }
         // The ended provider, unreaped, still holds its pid and so its
         // group's id: what is left of the group is killed now, while the
         // id cannot name anything else. Once reaped, it could.
-        kill(-pid, SIGKILL)
+        try? Processes.signal(group: pid, SIGKILL)
         beforeReap()
-        var status: Int32 = 0
-        _ = try? retryingInterrupts { waitpid(pid, &status, 0) }
-        Self.restore(savedSignals)
+        let status = (try? Processes.reap(pid)) ?? 0
+        Signals.restore(savedSignals)
 
-        for line in String(decoding: errorText, as: UTF8.self).split(separator: "\n") { log(String(line)) }
-        if errorDropped > 0 { log("(\(errorDropped) more bytes of standard error dropped)") }
+        for line in String(decoding: collected.errorText, as: UTF8.self).split(separator: "\n") { log(String(line)) }
+        if collected.errorDropped > 0 { log("(\(collected.errorDropped) more bytes of standard error dropped)") }
 
-        if let reason { return (.killed(reason), output) }
+        if let reason { return (.killed(reason), collected.output) }
         let signalNumber = status & 0x7f
-        if signalNumber == 0 { return (.exited((status >> 8) & 0xff), output) }
-        return (.signaled(signalNumber), output)
+        if signalNumber == 0 { return (.exited((status >> 8) & 0xff), collected.output) }
+        return (.signaled(signalNumber), collected.output)
     }
 
     /// How long a provider's output is left in its pipes while the thread
@@ -294,10 +272,49 @@ struct SpawnedProcess {
     static let quietPeriod: Duration = .milliseconds(20)
 
     private mutating func closeInput() {
-        if stdin >= 0 {
-            close(stdin)
-            stdin = -1
+        stdin = nil
+    }
+}
+
+/// What one read of a provider's pipe came to.
+enum PipeRead: Equatable {
+    /// This many bytes, in the buffer.
+    case more(Int)
+    /// Nothing to read yet.
+    case empty
+    /// The pipe has ended (or failed): it is done with.
+    case ended
+
+    static func from(_ file: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer) -> PipeRead {
+        do throws(Errno) {
+            let count = try file.read(into: buffer)
+            return count > 0 ? .more(count) : .ended
+        } catch {
+            return error == .wouldBlock ? .empty : .ended
         }
+    }
+}
+
+/// What a provider wrote, within its limits: output up to just past its
+/// limit (which kills it), standard error up to its limit and counted
+/// beyond.
+struct Collected {
+    var output = Data()
+    var errorText = Data()
+    var errorDropped = 0
+    let outputLimit: Int
+    let errorLimit: Int
+
+    var tooLarge: Bool { output.count > outputLimit }
+
+    mutating func takeOutput(_ bytes: UnsafeRawBufferPointer) {
+        if !tooLarge { output.append(contentsOf: bytes) }
+    }
+
+    mutating func takeError(_ bytes: UnsafeRawBufferPointer) {
+        let room = max(0, errorLimit - errorText.count)
+        errorText.append(contentsOf: bytes.prefix(room))
+        errorDropped += bytes.count - min(bytes.count, room)
     }
 }
 

@@ -16,21 +16,21 @@ public enum DurableFile {
 
     /// Creates `path` and its missing parents, each 0700.
     public static func makeFolder(_ path: String) throws {
-        var existing = stat()
-        if lstat(path, &existing) == 0, (existing.st_mode & S_IFMT) == S_IFDIR { return }
+        if Files.isFolder(path) { return }
         var current = ""
         for component in path.split(separator: "/") {
             current += "/" + component
+            if Files.isFolder(current) { continue }
             do {
-                _ = try retryingInterrupts { mkdir(current, 0o700) }
-                chmod(current, 0o700)
+                try Files.makeFolder(current, mode: 0o700)
+                // Whatever the umask.
+                try? Files.changeMode(current, 0o700)
             } catch Errno.exists {
             } catch {
                 throw Failure(path: current, operation: "create the folder", error: error)
             }
         }
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+        guard Files.isFolder(path) else {
             throw Failure(path: path, operation: "use the folder (it is not a folder)", error: .notADirectory)
         }
     }
@@ -60,16 +60,17 @@ public enum DurableFile {
         }
         var step = "write"
         do throws(Errno) {
-            fchmod(file.rawValue, 0o600)
+            try file.changeMode(0o600)
             try file.write(all: data)
             step = "sync"
             try file.sync()
             step = "write"
             try file.close()
             step = "replace"
-            _ = try retryingInterrupts { renameat(folder.rawValue, temporary, folder.rawValue, name) }
+            try folder.rename(temporary, to: name)
         } catch {
-            unlinkat(folder.rawValue, temporary, 0)
+            // Nothing half-written stays: the old file is as it was.
+            try? folder.unlink(temporary)
             throw Failure(path: path, operation: step, error: error)
         }
         try? folder.sync()
@@ -95,8 +96,8 @@ public enum DurableFile {
         for file in FileSystem.entries(folder) where file.hasPrefix("." + prefix) {
             guard let pid = writer(ofTemporary: file) else { continue }
             // A process of that number that still runs may be writing it.
-            if pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
-            if unlink(folder + "/" + file) == 0 { removed.append(file) }
+            if pid != getpid(), Processes.exists(pid) { continue }
+            if (try? Files.unlink(folder + "/" + file)) != nil { removed.append(file) }
         }
         if !removed.isEmpty { syncFolder(folder) }
         return removed
@@ -104,7 +105,12 @@ public enum DurableFile {
 
     /// Removes `path` and makes the removal durable; no error when absent.
     public static func remove(_ path: String) throws {
-        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", error: .current) }
+        do {
+            try Files.unlink(path)
+        } catch Errno.noSuchFile {
+        } catch {
+            throw Failure(path: path, operation: "remove", error: error)
+        }
         syncFolder(PathText.parent(of: path))
     }
 

@@ -32,12 +32,7 @@ extension FileSystem {
     /// Writes all of `data` to `fd` (standard output or error), however
     /// many writes that takes; gives up on an error.
     package static func writeAll(_ fd: Int32, _ data: [UInt8]) {
-        var offset = 0
-        while offset < data.count {
-            let written = data.withUnsafeBytes { bytes in try? retryingInterrupts { write(fd, bytes.baseAddress.map { $0 + offset }, data.count - offset) } }
-            guard let written, written > 0 else { return }
-            offset += written
-        }
+        try? FileDescriptor(borrowing: fd).write(all: data)
     }
 
     package static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
