@@ -26,7 +26,8 @@ public final class Connection: @unchecked Sendable {
     /// The objects this connection exports.
     public let objects: ObjectServer
 
-    private let wakeFD: Int32
+    /// Wakes the loop when a job is queued; closed with the connection.
+    private let wake: FileDescriptor
     /// State any thread may touch, behind its lock.
     let shared = Mutex(Shared())
     private var watches: [OpaquePointer] = []
@@ -71,7 +72,13 @@ public final class Connection: @unchecked Sendable {
         }
         self.raw = raw
         self.uniqueName = String(cString: unique)
-        self.wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        do {
+            wake = try FileDescriptor.eventCounter(nonBlocking: true)
+        } catch {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            throw DBusError.failed("cannot make the connection's wake-up counter: \(error)")
+        }
         self.objects = ObjectServer()
         objects.connection = self
         do {
@@ -171,7 +178,6 @@ public final class Connection: @unchecked Sendable {
         // (to a closed connection, libdbus drops the message), and submit
         // may write to the eventfd after the loop has ended.
         dbus_connection_unref(raw)
-        Glibc.close(wakeFD)
     }
 
     // MARK: The loop
@@ -186,10 +192,8 @@ public final class Connection: @unchecked Sendable {
             state.jobs.append(job)
             return (true, state.jobs.count == 1)
         }
-        if wake {
-            var one: UInt64 = 1
-            _ = Glibc.write(wakeFD, &one, 8)
-        }
+        // Full (2^64 - 2 jobs), it is already ready to read.
+        if wake { try? self.wake.signal() }
         return accepted
     }
 
@@ -208,10 +212,9 @@ public final class Connection: @unchecked Sendable {
         started.wait()
     }
 
+    /// The monotonic clock, in milliseconds.
     static func now() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+        monotonicNanoseconds() / 1_000_000
     }
 
     private func runLoop() {
@@ -275,7 +278,7 @@ public final class Connection: @unchecked Sendable {
 
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            fds.append(pollfd(fd: self.wake.rawValue, events: Int16(POLLIN), revents: 0))
             for watch in watches where dbus_watch_get_enabled(watch) != 0 {
                 let flags = dbus_watch_get_flags(watch)
                 var events: Int16 = 0
@@ -285,12 +288,8 @@ public final class Connection: @unchecked Sendable {
                 polled.append(watch)
             }
             let wait = pollTimeout()
-            let count = poll(&fds, nfds_t(fds.count), wait)
-            if count < 0 && errno != EINTR { break }
-            if fds[0].revents != 0 {
-                var value: UInt64 = 0
-                _ = Glibc.read(wakeFD, &value, 8)
-            }
+            guard (try? Poll.wait(&fds, timeout: wait)) != nil else { break }
+            if fds[0].revents != 0 { self.wake.drain() }
             for (index, watch) in polled.enumerated() {
                 let revents = fds[index + 1].revents
                 guard revents != 0, watches.contains(watch) else { continue }

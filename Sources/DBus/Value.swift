@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Posix
 import Glibc
 
 /// One D-Bus value of any type. Containers carry their element types so that
@@ -196,12 +197,11 @@ public struct DictionaryEntry: Hashable, Sendable {
 
 /// A file descriptor received or sent over D-Bus; closed when released.
 public final class UnixFileDescriptor: Hashable, Sendable {
-    public let rawValue: Int32
+    private let descriptor: FileDescriptor
+    public var rawValue: Int32 { descriptor.rawValue }
 
     /// Takes ownership of `rawValue`.
-    public init(owning rawValue: Int32) { self.rawValue = rawValue }
-
-    deinit { close(rawValue) }
+    public init(owning rawValue: Int32) { descriptor = FileDescriptor(owning: rawValue) }
 
     public static func == (lhs: UnixFileDescriptor, rhs: UnixFileDescriptor) -> Bool { lhs.rawValue == rhs.rawValue }
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }

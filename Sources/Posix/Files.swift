@@ -82,3 +82,54 @@ extension Files {
         return Array(buffer[0..<count])
     }
 }
+
+extension Files {
+    /// `path` with every symlink, `.` and `..` resolved, absolute.
+    /// The corresponding C function is `realpath`.
+    public static func realPath(_ path: String) throws(Errno) -> String {
+        if let injected = Faults.take(.stat) { throw injected }
+        guard let resolved = realpath(path, nil) else { throw Errno.current }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Whether this process may run the file at `path`.
+    /// The corresponding C function is `access` (X_OK).
+    public static func isExecutable(_ path: String) -> Bool {
+        access(path, X_OK) == 0
+    }
+
+    /// Makes a symlink at `path` that points to `target`.
+    /// The corresponding C function is `symlink`.
+    public static func makeSymlink(_ path: String, to target: String) throws(Errno) {
+        _ = try retryingInterrupts(.open) { symlink(target, path) }
+    }
+}
+
+extension FileDescriptor {
+    /// Whether `rawValue` is an open descriptor of this process.
+    /// The corresponding C function is `fcntl` (F_GETFD).
+    public static func isOpen(_ rawValue: Int32) -> Bool {
+        fcntl(rawValue, F_GETFD) >= 0
+    }
+
+    /// Another descriptor for the same open file, owned.
+    /// The corresponding C function is `fcntl` (F_DUPFD_CLOEXEC).
+    public func duplicate() throws(Errno) -> FileDescriptor {
+        FileDescriptor(owning: try retryingInterrupts(.dup) { fcntl(rawValue, F_DUPFD_CLOEXEC, 0) })
+    }
+
+    /// Makes `target` (0, 1 or 2, say) a descriptor for this open file.
+    /// The corresponding C function is `dup2`.
+    public func duplicate(onto target: Int32) throws(Errno) {
+        _ = try retryingInterrupts(.dup) { dup2(rawValue, target) }
+    }
+
+    /// The width of the terminal this descriptor is, in columns; nil for
+    /// anything else. The corresponding C function is `ioctl` (TIOCGWINSZ).
+    public var terminalColumns: Int? {
+        var size = winsize()
+        guard ioctl(rawValue, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
+    }
+}

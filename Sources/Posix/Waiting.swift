@@ -31,13 +31,27 @@ public enum Poll {
         }
         return polls.map(\.revents)
     }
+
+    /// `wait` for descriptors a C library owns (libdbus's watches), in
+    /// `entries`, whose `revents` it fills; returns how many are ready, 0
+    /// where a signal ended the wait. For loops that poll at every message:
+    /// nothing is allocated.
+    public static func wait(_ entries: inout [pollfd], timeout: Int32) throws(Errno) -> Int {
+        do {
+            return Int(try failingWithErrno(.poll) { Glibc.poll(&entries, nfds_t(entries.count), timeout) })
+        } catch Errno.interrupted {
+            for index in entries.indices { entries[index].revents = 0 }
+            return 0
+        }
+    }
 }
 
 extension FileDescriptor {
     /// A new event counter that wakes a thread polling it.
     /// The corresponding C function is `eventfd`.
-    public static func eventCounter() throws(Errno) -> FileDescriptor {
-        FileDescriptor(owning: try failingWithErrno(.eventfd) { eventfd(0, Int32(EFD_CLOEXEC)) })
+    public static func eventCounter(nonBlocking: Bool = false) throws(Errno) -> FileDescriptor {
+        let flags = Int32(EFD_CLOEXEC) | (nonBlocking ? Int32(EFD_NONBLOCK) : 0)
+        return FileDescriptor(owning: try failingWithErrno(.eventfd) { eventfd(0, flags) })
     }
 
     /// Adds one to an event counter (`eventCounter()`): it reads as ready.
@@ -76,4 +90,31 @@ public func wallClockNow() -> timespec {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     return now
+}
+
+extension FileDescriptor {
+    /// A new inotify instance, non-blocking. The corresponding C function
+    /// is `inotify_init1`.
+    public static func fileEvents() throws(Errno) -> FileDescriptor {
+        FileDescriptor(owning: try failingWithErrno(.open) { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
+    }
+
+    /// Watches `path` for the events of `mask`; returns the watch's number.
+    /// The corresponding C function is `inotify_add_watch`.
+    public func addWatch(_ path: String, mask: UInt32) throws(Errno) -> Int32 {
+        try retryingInterrupts(.open) { inotify_add_watch(rawValue, path, mask) }
+    }
+
+    /// Stops the watch `watch`. The corresponding C function is `inotify_rm_watch`.
+    public func removeWatch(_ watch: Int32) {
+        _ = inotify_rm_watch(rawValue, watch)
+    }
+}
+
+/// The monotonic clock's time now, in nanoseconds.
+/// The corresponding C function is `clock_gettime` (CLOCK_MONOTONIC).
+public func monotonicNanoseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
 }

@@ -140,7 +140,7 @@ public enum Plist {
 
     /// Everything on standard input, refused once it passes `limit` bytes.
     public static func readStandardInput(limit: Int = PlistLimits().maximumSize) throws -> Data {
-        let input = FileDescriptor(owning: dup(0))
+        let input = FileDescriptor.standardInput
         do {
             guard let data = try input.readToEnd(limit: limit) else {
                 throw PlistError("standard input is over the limit of \(limit) bytes")

@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import Posix
 import Glibc
 import PropertyList
 import TodayCore
@@ -18,10 +19,7 @@ func take(_ flag: String, from arguments: inout [String]) throws -> String? {
 
 /// The checkout this todayctl was built in (`<checkout>/.build/<config>/todayctl`), if any.
 func checkoutOfThisTodayctl() -> String? {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    guard count > 0 else { return nil }
-    let exe = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    guard let exe = try? Files.linkTarget("/proc/self/exe") else { return nil }
     var folder = exe
     for _ in 0..<4 {
         folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
@@ -93,7 +91,7 @@ func write(_ files: [(path: String, content: String, executable: Bool)], into fo
         let path = folder + "/" + file.path
         try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
         try Data(file.content.utf8).write(to: URL(fileURLWithPath: path))
-        if file.executable { chmod(path, 0o755) }
+        if file.executable { try Files.changeMode(path, 0o755) }
     }
 }
 

@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import Posix
 import Glibc
 import PropertyList
 import TodayCore
@@ -86,8 +87,7 @@ func hex(_ byte: UInt8) -> String { (byte < 16 ? "0" : "") + String(byte, radix:
 /// milliseconds after a whole second, as a timeline entry's switch is,
 /// would be printed with the second before.
 func nowMicroseconds() -> UInt64 {
-    var clock = timespec()
-    clock_gettime(CLOCK_REALTIME, &clock)
+    let clock = wallClockNow()
     return UInt64(clamping: clock.tv_sec) &* 1_000_000 &+ UInt64(clamping: clock.tv_nsec / 1000)
 }
 

@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import Posix
 import Glibc
 import PropertyList
 import TodayCore
@@ -38,8 +39,7 @@ func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
         Out.line("no widgets are installed; bundles go in ~/.local/share/todayd/bundles (see `todayctl lint`)")
         return
     }
-    var size = winsize()
-    let columns = Out.isTerminal && ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 72
+    let columns = (Out.isTerminal ? FileDescriptor.standardOutput.terminalColumns : nil) ?? 72
     let width = min(columns, 72)
     // As a panel: widgets without content are left out unless asked for by id.
     let shown = arguments.isEmpty ? cards.filter(\.hasContent) : cards

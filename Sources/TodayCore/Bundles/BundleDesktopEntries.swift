@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Posix
 import Glibc
 
 /// Desktop entries todayd writes under `$XDG_DATA_HOME/applications` for
@@ -70,7 +71,8 @@ enum BundleDesktopEntries {
             if (try? String(contentsOfFile: path, encoding: .utf8)) == content { continue }
             do {
                 try DurableFile.write(Data(content.utf8), to: path)
-                chmod(path, 0o644)
+                // Readable by the desktop's launchers, whatever the umask.
+                try? Files.changeMode(path, 0o644)
                 changed = true
             } catch {
                 log.warning("cannot write \(path): \(error)")

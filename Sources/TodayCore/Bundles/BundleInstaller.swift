@@ -67,10 +67,11 @@ public struct BundleInstaller: Sendable {
             // The old bundle is now at the staging name, out of todayd's sight.
             try? removeTree(stagingPath)
         } else {
-            guard renameat(opened.rawValue, staging, opened.rawValue, name) == 0 else {
-                let code = errno
+            do {
+                try opened.rename(staging, to: name)
+            } catch {
                 try? removeTree(stagingPath)
-                throw Failure(description: "cannot move the bundle into \(folder): \(Errno(code))")
+                throw Failure(description: "cannot move the bundle into \(folder): \(error)")
             }
         }
         try? opened.sync()
@@ -85,7 +86,11 @@ public struct BundleInstaller: Sendable {
         }
         // Out of sight in one rename, then removed.
         let hidden = folder + "/.\(PathText.lastComponent(of: path)).removing.\(getpid())"
-        guard rename(path, hidden) == 0 else { throw Failure(description: "cannot remove \(path): \(Errno.current)") }
+        do {
+            try Files.rename(path, to: hidden)
+        } catch {
+            throw Failure(description: "cannot remove \(path): \(error)")
+        }
         try removeTree(hidden)
         DurableFile.syncFolder(folder)
         return path
@@ -101,15 +106,20 @@ public struct BundleInstaller: Sendable {
 
     /// Copies a folder tree: files with their modes, symlinks as links.
     func copyTree(_ source: String, to target: String) throws {
-        var info = stat()
-        guard lstat(source, &info) == 0 else { throw Failure(description: "cannot read \(source)") }
+        guard let info = try? Files.status(source, followingLinks: false) else { throw Failure(description: "cannot read \(source)") }
         switch info.st_mode & S_IFMT {
         case S_IFDIR:
-            guard mkdir(target, 0o755) == 0 else { throw Failure(description: "cannot create \(target): \(Errno.current)") }
+            do {
+                try Files.makeFolder(target, mode: 0o755)
+            } catch {
+                throw Failure(description: "cannot create \(target): \(error)")
+            }
             for name in FileSystem.entries(source) { try copyTree(source + "/" + name, to: target + "/" + name) }
-            chmod(target, info.st_mode & 0o7777)
+            try? Files.changeMode(target, info.st_mode & 0o7777)
         case S_IFLNK:
-            guard let link = SandboxPlan.symlink(source), symlink(link, target) == 0 else { throw Failure(description: "cannot copy the link \(source)") }
+            guard let link = SandboxPlan.symlink(source), (try? Files.makeSymlink(target, to: link)) != nil else {
+                throw Failure(description: "cannot copy the link \(source)")
+            }
         case S_IFREG:
             let input: FileDescriptor, output: FileDescriptor
             do {
@@ -139,7 +149,7 @@ public struct BundleInstaller: Sendable {
             }
             do {
                 try output.sync()
-                fchmod(output.rawValue, info.st_mode & 0o7777)
+                try output.changeMode(info.st_mode & 0o7777)
                 try output.close()
             } catch {
                 throw Failure(description: "cannot write \(target): \(error)")
@@ -150,13 +160,16 @@ public struct BundleInstaller: Sendable {
     }
 
     func removeTree(_ path: String) throws {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            for name in FileSystem.entries(path) { try removeTree(path + "/" + name) }
-            guard rmdir(path) == 0 else { throw Failure(description: "cannot remove \(path): \(Errno.current)") }
-        } else {
-            guard unlink(path) == 0 else { throw Failure(description: "cannot remove \(path): \(Errno.current)") }
+        guard let info = try? Files.status(path, followingLinks: false) else { return }
+        do {
+            if info.st_mode & S_IFMT == S_IFDIR {
+                for name in FileSystem.entries(path) { try removeTree(path + "/" + name) }
+                try Files.removeFolder(path)
+            } else {
+                try Files.unlink(path)
+            }
+        } catch let error as Errno {
+            throw Failure(description: "cannot remove \(path): \(error)")
         }
     }
 }

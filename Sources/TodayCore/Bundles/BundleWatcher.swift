@@ -12,7 +12,9 @@ public final class BundleWatcher: Sendable {
     private let folders: [String]
     private let settle: Duration
     private let changed: @Sendable () -> Void
-    private let fd: Int32
+    /// The inotify instance, owned here: closed when the watcher goes,
+    /// never under a `watchAlso` that comes after `stop()`.
+    private let events: FileDescriptor
     private let watches = Mutex<[Int32: String]>([:])
     private let stopped = Mutex(false)
     /// Other folders watched on the same inotify instance (instances are
@@ -26,9 +28,8 @@ public final class BundleWatcher: Sendable {
 
     /// Starts watching; nil (and nothing watched) where inotify is unavailable.
     public init?(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) {
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { return nil }
-        self.fd = fd
+        guard let events = try? FileDescriptor.fileEvents() else { return nil }
+        self.events = events
         self.folders = folders
         self.settle = settle
         self.changed = changed
@@ -36,7 +37,6 @@ public final class BundleWatcher: Sendable {
         do {
             try Threads.detach { [self] in loop() }
         } catch {
-            close(fd)
             return nil
         }
     }
@@ -55,12 +55,11 @@ public final class BundleWatcher: Sendable {
         let bundleWatches = Set(watches.withLock { $0.keys })
         others.withLock { others in
             for (descriptor, path) in others.watches where !wanted.contains(path) && !bundleWatches.contains(descriptor) {
-                inotify_rm_watch(fd, descriptor)
+                events.removeWatch(descriptor)
             }
             others.watches = [:]
             for path in wanted {
-                let descriptor = inotify_add_watch(fd, path, mask)
-                if descriptor >= 0 { others.watches[descriptor] = path }
+                if let descriptor = try? events.addWatch(path, mask: mask) { others.watches[descriptor] = path }
             }
             others.changed = changed
         }
@@ -89,7 +88,7 @@ public final class BundleWatcher: Sendable {
         var bundles = false
         var other = false
         while true {
-            let count = read(fd, &buffer, buffer.count)
+            let count = (try? buffer.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in try events.read(into: raw) }) ?? 0
             guard count > 0 else { break }
             let (inBundles, inOthers) = sort(events: buffer.prefix(count))
             bundles = bundles || inBundles
@@ -128,12 +127,11 @@ public final class BundleWatcher: Sendable {
         watches.withLock { watches in
             let current = Set(watches.values)
             for (descriptor, path) in watches where !wanted.contains(path) {
-                if !otherWatches.contains(descriptor) { inotify_rm_watch(fd, descriptor) }
+                if !otherWatches.contains(descriptor) { events.removeWatch(descriptor) }
                 watches[descriptor] = nil
             }
             for path in wanted.subtracting(current) {
-                let descriptor = inotify_add_watch(fd, path, mask)
-                if descriptor >= 0 { watches[descriptor] = path }
+                if let descriptor = try? events.addWatch(path, mask: mask) { watches[descriptor] = path }
             }
         }
     }
@@ -141,14 +139,13 @@ public final class BundleWatcher: Sendable {
     private func loop() {
         var pendingSince: ContinuousClock.Instant?
         while !stopped.withLock({ $0 }) {
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let wait: Int32
             if let pendingSince {
                 wait = (pendingSince + settle).pollTimeout
             } else {
                 wait = 500
             }
-            let ready = poll(&entry, 1, wait) > 0
+            let ready = ((try? Poll.wait([Poll.Entry(events)], timeout: wait)) ?? [0])[0] != 0
             let bundles = reading.withLock { reading in
                 defer { reading.bundlesPending = false }
                 guard ready else { return reading.bundlesPending }
@@ -168,7 +165,6 @@ public final class BundleWatcher: Sendable {
                 changed()
             }
         }
-        close(fd)
     }
 
     /// Whether the events read touch the bundle folders' watches, and the

@@ -145,14 +145,11 @@ extension BundleCatalog {
         guard !name.isEmpty, !name.hasPrefix("/") else {
             throw BundleProblem(file: file, key: key, message: "'\(name)' must be a path relative to the bundle")
         }
-        guard let real = realpath(bundle + "/" + name, nil) else {
+        guard let resolved = try? Files.realPath(bundle + "/" + name) else {
             throw BundleProblem(file: file, key: key, message: "'\(name)' is not in the bundle; add the file or remove the key")
         }
-        defer { free(real) }
-        let resolved = String(cString: real)
-        guard let root = realpath(bundle, nil) else { return resolved }
-        defer { free(root) }
-        guard resolved.hasPrefix(String(cString: root) + "/") else {
+        guard let root = try? Files.realPath(bundle) else { return resolved }
+        guard resolved.hasPrefix(root + "/") else {
             throw BundleProblem(file: file, key: key, message: "'\(name)' leads outside the bundle; keep the file inside")
         }
         return resolved
@@ -166,24 +163,22 @@ extension BundleCatalog {
     /// stays inside `bundle` once symlinks are resolved.
     static func resolve(_ path: String, inside bundle: String) -> Result<String, ExecutableProblem> {
         let name = path.hasPrefix(bundle + "/") ? String(path.dropFirst(bundle.count + 1)) : path
-        guard let real = realpath(path, nil) else {
-            return .failure(ExecutableProblem(description: "'\(name)' is not in the bundle (\(Errno.current)); build and install the executable"))
+        let resolved: String
+        do {
+            resolved = try Files.realPath(path)
+        } catch {
+            return .failure(ExecutableProblem(description: "'\(name)' is not in the bundle (\(error)); build and install the executable"))
         }
-        let resolved = String(cString: real)
-        free(real)
-        guard let bundleReal = realpath(bundle, nil) else {
+        guard let root = try? Files.realPath(bundle) else {
             return .failure(ExecutableProblem(description: "cannot resolve the bundle folder \(bundle)"))
         }
-        let root = String(cString: bundleReal)
-        free(bundleReal)
         guard resolved.hasPrefix(root + "/") else {
             return .failure(ExecutableProblem(description: "'\(name)' leads outside the bundle (to \(resolved)); keep the executable inside"))
         }
-        var info = stat()
-        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+        guard let info = try? Files.status(resolved), info.st_mode & S_IFMT == S_IFREG else {
             return .failure(ExecutableProblem(description: "'\(name)' is not a regular file"))
         }
-        guard access(resolved, X_OK) == 0 else {
+        guard Files.isExecutable(resolved) else {
             return .failure(ExecutableProblem(description: "'\(name)' is not executable; chmod +x it"))
         }
         return .success(resolved)

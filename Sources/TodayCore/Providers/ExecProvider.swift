@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Posix
 import Glibc
 import PropertyList
 import Synchronization
@@ -76,7 +77,7 @@ public final class RunningProviders: Sendable {
 
     /// Kills every running provider and what it started.
     public func killAll() {
-        for pid in table.withLock({ Array($0.widgets.keys) }) { kill(-pid, SIGKILL) }
+        for pid in table.withLock({ Array($0.widgets.keys) }) { try? Processes.signal(group: pid, SIGKILL) }
     }
 }
 

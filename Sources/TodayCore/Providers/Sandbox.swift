@@ -130,13 +130,12 @@ public struct SandboxPlan: Sendable, Equatable {
         return data.prefix(offset)
     }
 
-    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    public static func exists(_ path: String) -> Bool { Files.exists(path) }
 
+    /// Where the symlink `path` points; nil where it is no symlink.
     public static func symlink(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let target = try? Files.linkTarget(path), !target.isEmpty else { return nil }
+        return target
     }
 
     /// The folders an executable loads libraries from outside the system's:
@@ -200,7 +199,7 @@ public enum SandboxSupport: Sendable, Equatable {
     case unavailable(reason: String)
 
     public static func probe(path: [String]) -> SandboxSupport {
-        guard let bwrap = path.lazy.map({ $0 + "/bwrap" }).first(where: { access($0, X_OK) == 0 }) else {
+        guard let bwrap = path.lazy.map({ $0 + "/bwrap" }).first(where: Files.isExecutable) else {
             return .unavailable(reason: "bwrap is not installed (Debian package bubblewrap)")
         }
         let probe = ["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--new-session", "true"]

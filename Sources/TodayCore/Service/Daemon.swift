@@ -75,11 +75,13 @@ public enum Daemon {
     /// and log lines or a provider's pipes would go where they must not.
     /// First thing in `main`, before anything opens a file.
     public static func ensureStandardDescriptors() {
-        for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) < 0 {
-            let null = open("/dev/null", O_RDWR)
-            if null >= 0 && null != fd {
-                dup2(null, fd)
-                close(null)
+        for fd: Int32 in 0...2 where !FileDescriptor.isOpen(fd) {
+            guard let null = try? FileDescriptor.open("/dev/null", O_RDWR) else { return }
+            if null.rawValue == fd {
+                // It took the missing number: keep it open there.
+                _ = Unmanaged.passRetained(null)
+            } else {
+                try? null.duplicate(onto: fd)
             }
         }
     }
@@ -91,10 +93,7 @@ public enum Daemon {
     /// would wait in dispatch's sigsuspend with no signal blocked, and be
     /// woken by every provider's exit.)
     public static func runBlocking(_ options: Options, environment: [String: String]) -> Int32 {
-        var blocked = sigset_t()
-        sigemptyset(&blocked)
-        for number in handledSignals + [SIGCHLD] { sigaddset(&blocked, number) }
-        pthread_sigmask(SIG_BLOCK, &blocked, nil)
+        Signals.block(handledSignals + [SIGCHLD])
         final class Outcome: Sendable {
             let status = Mutex<Int32>(1)
             let done = DispatchSemaphore(value: 0)
@@ -208,13 +207,7 @@ public enum Daemon {
         connection.onDisconnect { continuation.yield(.disconnected) }
         do {
             try Threads.detach {
-                var waited = sigset_t()
-                sigemptyset(&waited)
-                for number in handledSignals { sigaddset(&waited, number) }
-                while true {
-                    let number = sigwaitinfo(&waited, nil)
-                    if number > 0 { continuation.yield(.signal(number)) }
-                }
+                while true { continuation.yield(.signal(Signals.wait(for: handledSignals))) }
             }
         } catch {
             log.error("cannot start the thread that waits for signals: \(error)")

@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import Posix
 import Glibc
 import PropertyList
 import Synchronization
@@ -20,10 +21,10 @@ public struct Logger: Sendable {
         self.journal = journal
     }
 
-    public func error(_ message: String) { write(line(message, priority: 3)) }
-    public func warning(_ message: String) { write(line(message, priority: 4)) }
-    public func info(_ message: String) { write(line(message, priority: 6)) }
-    public func debug(_ message: String) { if verbose { write(line(message, priority: 7)) } }
+    public func error(_ message: String) { send(line(message, priority: 3)) }
+    public func warning(_ message: String) { send(line(message, priority: 4)) }
+    public func info(_ message: String) { send(line(message, priority: 6)) }
+    public func debug(_ message: String) { if verbose { send(line(message, priority: 7)) } }
 
     /// The line as written: with its priority for the journal, else plain.
     public func line(_ message: String, priority: Int) -> String {
@@ -35,10 +36,9 @@ public struct Logger: Sendable {
     /// (`device:inode`) names, as systemd sets it for a service.
     public static func standardErrorIsJournal(_ environment: [String: String]) -> Bool {
         guard let stream = environment["JOURNAL_STREAM"] else { return false }
-        var info = stat()
-        guard fstat(2, &info) == 0 else { return false }
+        guard let info = try? FileDescriptor.standardError.status() else { return false }
         return stream == "\(info.st_dev):\(info.st_ino)"
     }
 
-    private func write(_ text: String) { FileSystem.writeAll(2, text) }
+    private func send(_ text: String) { FileSystem.writeAll(2, text) }
 }

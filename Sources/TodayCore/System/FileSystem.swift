@@ -6,25 +6,18 @@ import Posix
 package enum FileSystem {
     /// The names in a folder, without `.` and `..`; empty when unreadable.
     package static func entries(_ folder: String) -> [String] {
-        guard let stream = opendir(folder) else { return [] }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        (try? Files.entries(folder)) ?? []
     }
 
+    /// Whether something is at `path`, following symlinks.
     static func exists(_ path: String) -> Bool {
-        access(path, F_OK) == 0
+        Files.exists(path)
     }
 
+    /// Whether `path` is a folder, following symlinks.
     static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        guard let info = try? Files.status(path) else { return false }
+        return info.st_mode & S_IFMT == S_IFDIR
     }
 }
 
@@ -49,8 +42,7 @@ package struct FileIdentity: Equatable, Sendable {
 
     /// Nil where the path cannot be looked at.
     package init?(of path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard let info = try? Files.status(path) else { return nil }
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)

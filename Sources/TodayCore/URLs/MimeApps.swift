@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Posix
 import Glibc
 
 /// Which desktop entry opens a MIME type, as the freedesktop.org
@@ -96,11 +97,10 @@ public struct MimeApps: Sendable {
 
     /// An executable by absolute path or through PATH.
     public func findProgram(_ name: String) -> String? {
-        if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
+        if name.contains("/") { return Files.isExecutable(name) ? name : nil }
         for folder in path where !folder.isEmpty {
             let candidate = folder + "/" + name
-            var info = stat()
-            if stat(candidate, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, access(candidate, X_OK) == 0 { return candidate }
+            if let info = try? Files.status(candidate), info.st_mode & S_IFMT == S_IFREG, Files.isExecutable(candidate) { return candidate }
         }
         return nil
     }
