@@ -46,11 +46,37 @@ extension Connection {
     /// Delivers messages that match `rule` to `handler` (on the loop thread;
     /// keep it short). The rule is also added on the bus unless it only
     /// concerns messages sent to this connection anyway. A subscription
-    /// lasts as long as the connection.
+    /// lasts as long as the connection. Once this returns, every matching
+    /// message the bus sends is delivered: the handler is in place (the
+    /// loop takes jobs in order) before the rule reaches the bus, and the
+    /// bus has confirmed the rule.
     public func subscribe(
         _ rule: MatchRule, addToBus: Bool = true, handler: @escaping @Sendable (Message) -> Void
     ) async throws {
-        if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
         submit { [self] in subscriptions.append(Subscription(rule: rule, handler: handler)) }
+        if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
+    }
+
+    /// Waits until `name` has an owner (now, or when one takes it) and
+    /// returns the owner's unique name; throws, saying so, once `timeout`
+    /// passes without one. Adds a subscription for the connection's life.
+    public func waitForOwner(of name: BusName, timeout: Duration) async throws -> String {
+        let (owners, continuation) = AsyncStream<String>.makeStream()
+        try await subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: name.rawValue)) {
+            if let (_, _, owner) = try? $0.values(String.self, String.self, String.self), !owner.isEmpty { continuation.yield(owner) }
+        }
+        // Asked after the subscription: an owner that comes in between is
+        // heard either way.
+        if let owner = try? await callBus(MemberName("GetNameOwner"), [.string(name.rawValue)]).value(String.self) {
+            continuation.finish()
+            return owner
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            continuation.finish()
+        }
+        defer { timer.cancel() }
+        for await owner in owners { return owner }
+        throw DBusError.failed("nobody took \(name.rawValue) within \(timeout)")
     }
 }

@@ -34,6 +34,10 @@ final class TodayView {
     private var shotTaken = false
     /// Whether the window was sized to show every card for the picture.
     private var shotFitted = false
+    /// Whether every subscription is confirmed: changes from then on show.
+    private var subscribed = false
+    /// The last state `announce` printed.
+    private var announced: String?
     /// Whether the light or dark style is settled: a picture waits for the
     /// desktop's preference, asked at start.
     private var styleKnown = true
@@ -162,7 +166,24 @@ final class TodayView {
             _ = try? await connection.subscribe(
                 MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue),
                 handler: changed)
+            onMainLoop { [self] in
+                MainActor.assumeIsolated {
+                    subscribed = true
+                    announce()
+                }
+            }
         }
+    }
+
+    /// With --describe, a line `state: N cards` or `state: away` each time
+    /// what the window shows changes, once the view follows changes: a test
+    /// waits for it before it changes something.
+    private func announce() {
+        guard describe, subscribed, let banner else { return }
+        let state = gtk_widget_get_visible(banner) != 0 ? "away" : "\(cards.count) cards"
+        guard state != announced else { return }
+        announced = state
+        FileSystem.writeAll(1, "state: \(state)\n")
     }
 
     nonisolated func refreshFromAnyThread() {
@@ -220,6 +241,7 @@ final class TodayView {
 
     func show(_ fetched: [TodayCard]?) {
         guard let list, let banner else { return }
+        defer { announce() }
         gtk_widget_set_visible(banner, fetched == nil ? 1 : 0)
         guard let fetched else { return }
         let shown = fetched.filter(\.isShown)

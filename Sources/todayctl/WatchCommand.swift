@@ -26,7 +26,12 @@ func watch(_ client: Client, _ arguments: [String], json: Bool) async throws {
         ) { events.continuation.yield($0) }
     }
     connection.onDisconnect { events.continuation.finish() }
-    if !json { Out.line("watching todayd (Ctrl-C to stop)") }
+    // Every subscription is confirmed by now: what happens after this line is reported.
+    if json {
+        Out.json(.dictionary(["event": .string("watching")]), compact: true)
+    } else {
+        Out.line("watching todayd (Ctrl-C to stop)")
+    }
     var seen = Set<String>()
     for await message in events.stream {
         guard seen.insert("\(message.sender ?? "") \(message.serial)").inserted else { continue }

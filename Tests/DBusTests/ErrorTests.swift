@@ -69,7 +69,8 @@ import Testing
 
     @Test func pendingCallsFailWhenTheConnectionCloses() async throws {
         try await withPrivateBus { bus, server in
-            server.objects.export(TestObject.path, [TestObject.make()])
+            let sleeping = Locked(0)
+            server.objects.export(TestObject.path, [TestObject.make(sleeping: sleeping)])
             let client = try bus.connect()
             let destination = BusName(rawValue: server.uniqueName)
             let slow = Task {
@@ -77,7 +78,8 @@ import Testing
                     destination, path: TestObject.path, interface: TestObject.name, member: MemberName("Sleep"),
                     [.uint32(5000)])
             }
-            try await Task.sleep(for: .milliseconds(100))
+            // The call is on its way (the server has it) before the close.
+            _ = try await eventually { sleeping.value > 0 }
             client.close()
             await #expect { _ = try await slow.value } throws: { ($0 as? DBusError)?.name == .disconnected }
             await #expect { try await client.callBus(MemberName("GetId")) } throws: {

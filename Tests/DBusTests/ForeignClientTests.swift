@@ -82,13 +82,13 @@ import Testing
             let output = Pipe()
             monitor.standardOutput = output
             try monitor.run()
-            try await Task.sleep(for: .milliseconds(500))
+            // A monitor loses its own name once it monitors: it says so.
+            var text = try await read(output) { $0.contains("member=NameLost") }
             object.set("Greeting", .string("seen by a monitor"))
-            try await Task.sleep(for: .milliseconds(500))
+            text += try await read(output) { $0.contains("member=PropertiesChanged") }
             // Children of the test runner inherit a mask that blocks SIGTERM.
             kill(monitor.processIdentifier, SIGKILL)
             monitor.waitUntilExit()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(text.contains("member=PropertiesChanged"), "\(text)")
             #expect(text.contains("string \"seen by a monitor\""), "\(text)")
         }

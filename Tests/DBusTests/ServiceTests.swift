@@ -141,7 +141,7 @@ import Testing
                 #expect(now["Blob"] == .bytes(Data([9])))
             }
 
-            try await Task.sleep(for: .milliseconds(200))
+            _ = try await eventually { changes.value.count >= 3 }
             let seen = changes.value.map { $0.body }
             #expect(seen.count == 3, "\(seen)")
             #expect(seen.first == [.string("org.example.Test1"), .vardict([("Count", .uint32(42))]), .strings([])])
@@ -218,7 +218,7 @@ import Testing
             #expect(objects.first?.value.stringDictionary?["org.example.Test1"]?.stringDictionary?["Greeting"] == .string("hello"))
 
             server.objects.unexport(TestObject.path)
-            try await Task.sleep(for: .milliseconds(200))
+            _ = try await eventually { signals.value.count >= 2 }
             let seen = signals.value
             #expect(seen.map(\.member) == ["InterfacesAdded", "InterfacesRemoved"])
             #expect(seen.last?.body == [.objectPath(TestObject.path), .strings(["org.example.Test1"])])
@@ -246,7 +246,12 @@ import Testing
             let d = BusName(rawValue: server.uniqueName)
             try await first.call(d, path: TestObject.path, interface: TestObject.name, member: MemberName("Shout"), [.string(second.uniqueName)])
             try await first.call(d, path: TestObject.path, interface: TestObject.name, member: MemberName("Shout"), [.string("")])
-            try await Task.sleep(for: .milliseconds(200))
+            // The server's signals went out before its reply, and the bus
+            // keeps their order for each receiver: a ping of the server from
+            // each receiver returns after whatever it was sent.
+            for receiver in [first, second] {
+                try await receiver.call(d, path: TestObject.path, interface: InterfaceName("org.freedesktop.DBus.Peer"), member: MemberName("Ping"))
+            }
             #expect(seenByFirst.value == 1, "only the broadcast")
             #expect(seenBySecond.value == 2, "the unicast and the broadcast")
         }
@@ -265,7 +270,7 @@ import Testing
                 if message.body.first?.string == name.rawValue { lost.value = true }
             }
             #expect(try await second.requestName(name, flags: [.replaceExisting, .doNotQueue]) == .primaryOwner)
-            try await Task.sleep(for: .milliseconds(200))
+            _ = try await eventually { lost.value }
             #expect(lost.value)
         }
     }

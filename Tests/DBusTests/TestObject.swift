@@ -30,7 +30,8 @@ enum TestObject {
         var dbusError: DBusError { DBusError(ErrorName("org.example.Test1.Error.Refused"), "refused, as asked") }
     }
 
-    static func make() -> ExportedInterface {
+    /// The object; `sleeping` counts the Sleep calls under way.
+    static func make(sleeping: Locked<Int>? = nil) -> ExportedInterface {
         let holder = Locked<ExportedInterface?>(nil)
         let exported = ExportedInterface(
             interface,
@@ -41,6 +42,9 @@ enum TestObject {
             methods: [
                 "Sleep": { call in
                     guard case .uint32(let ms) = call.arguments[0] else { return [] }
+                    sleeping?.withLock { $0 += 1 }
+                    defer { sleeping?.withLock { $0 -= 1 } }
+                    // A slow method, as asked: behaviour, not a wait of the test's.
                     try await Task.sleep(for: .milliseconds(ms))
                     return []
                 },

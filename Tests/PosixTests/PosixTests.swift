@@ -76,6 +76,8 @@ import Testing
         defer { sigaction(SIGUSR1, &previous, nil) }
         let thread = pthread_self()
         let writer = Thread {
+            // Absences the kernel shows no sign of: the reader is blocked in
+            // read() by now, when the signal comes, and again after it.
             usleep(100_000)
             pthread_kill(thread, SIGUSR1)
             usleep(100_000)

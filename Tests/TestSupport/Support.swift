@@ -112,3 +112,32 @@ public struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// Polls `body` until it is true, for at most `seconds`; whether it became
+/// true. For a condition a test waits for, in place of a fixed sleep.
+public func eventually(_ seconds: Double = 3, _ body: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if try await body() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return try await body()
+}
+
+/// What `pipe` gives until `enough` says so, for at most `seconds`.
+public func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: Double = 5) async throws -> String {
+    var text = ""
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    let handle = pipe.fileHandleForReading
+    while !enough(text), ContinuousClock.now < deadline {
+        var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 0) > 0 else {
+            try await Task.sleep(for: .milliseconds(20))
+            continue
+        }
+        let chunk = handle.availableData
+        if chunk.isEmpty { break }
+        text += String(decoding: chunk, as: UTF8.self)
+    }
+    return text
+}

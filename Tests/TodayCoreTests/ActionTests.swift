@@ -99,12 +99,7 @@ import TodayProtocol
         // A toggle whose provider fails goes back, and LastFailure says why.
         async let muted = press("mute")
         // The new state is shown while the provider runs (2 s).
-        var shown = false
-        for _ in 0..<30 where !shown {
-            try await Task.sleep(for: .milliseconds(50))
-            shown = try await starState(connection, "mute") == true
-        }
-        #expect(shown)
+        #expect(try await eventually(1.5) { try await starState(connection, "mute") == true })
         #expect(try await muted == "failed")
         #expect(try await starState(connection, "mute") == false)
         #expect(try await connection.property(Self.id, "LastFailure") == .string("exit 3"))
@@ -140,9 +135,7 @@ import TodayProtocol
         let widget = "org.example.Later.W"
         #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
         #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("now"))
-        for _ in 0..<160 where try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped != .string("later") {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = try await eventually(8) { try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("later") }
         #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("later"))
         let name = await IdentityTests.errorName { _ = try await client.widget(widget, "PerformAction", [.string("go"), .vardict([])]) }
         #expect(name == "io.github.todayd.Today1.Error.NoSuchAction")

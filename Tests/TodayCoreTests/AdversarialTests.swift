@@ -178,7 +178,7 @@ import TodayProtocol
         // Slow enough that sending the calls, on a loaded machine, ends first.
         try bundles.addApp(
             "org.example.Slow",
-            widgets: [.init(name: "W", script: "sleep 8\n" + WidgetUpdateTests.newData, attributes: ["TodayUpdateTimeout": .integer(20)])])
+            widgets: [.init(name: "W", script: "touch \"$TODAY_CONTAINER/started\"; sleep 8\n" + WidgetUpdateTests.newData, attributes: ["TodayUpdateTimeout": .integer(20)])])
         let daemon = try TodayDaemon(bundles: [bundles.path])
         defer { daemon.stop() }
         let client = try await daemon.ready()
@@ -202,7 +202,9 @@ import TodayProtocol
             }
             // Meanwhile another client is served while the updates still run.
             group.addTask {
-                try await Task.sleep(for: .milliseconds(300))
+                // Once the update runs, the calls are in.
+                let started = daemon.home.path + "/data/todayd/containers/org.example.Slow.W/started"
+                _ = try await eventually(10) { FileManager.default.fileExists(atPath: started) }
                 _ = try await other.property("org.example.Slow.W", "LastResult")
                 let reply = try await other.center("ListWidgets")
                 #expect(reply.body.first?.elements?.count == 1)

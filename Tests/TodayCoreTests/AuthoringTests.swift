@@ -143,12 +143,16 @@ import TodayProtocol
         }
         for round in 1...100 {
             for plist in ["Inst.app/Info.plist", "Inst.app/PlugIns/W.appex/Info.plist"] {
-                try BundleRuleTests.writePlist(staging.url.appendingPathComponent(plist)) { $0["CFBundleVersion"] = .string("\(round)") }
+                try BundleRuleTests.writePlist(staging.url.appendingPathComponent(plist)) {
+                    $0["CFBundleVersion"] = .string("\(round)")
+                    // The last round shows: once todayd has it, every rescan is done.
+                    if round == 100, plist.hasSuffix("W.appex/Info.plist") { $0["CFBundleDisplayName"] = .string("Last") }
+                }
             }
             let swapped = try await todayctl(["install", staging.path + "/Inst.app"])
             #expect(swapped.status == 0, "round \(round): \(swapped.error)")
         }
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await eventually(5) { try await client.property("org.example.Inst.W", "DisplayName") == .string("Last") })
         #expect(removals.value == 0, "the widget went away \(removals.value) times")
         #expect(try await widgets() == [.objectPaths([path])])
         #expect(FileSystem.entries(home.path + "/data/todayd/bundles") == ["Inst.app"], "no staging copy is left")
@@ -214,9 +218,7 @@ import TodayProtocol
         let installed = try await run(env + [AuthoringTests.todayctl, "install", app])
         #expect(installed.status == 0, "\(installed.error)")
         let widget = "org.example.Weather.Today"
-        for _ in 0..<100 where try await client.center("ListWidgets").body != [.objectPaths([Today.widgetPath(widget)])] {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = try await eventually(5) { try await client.center("ListWidgets").body == [.objectPaths([Today.widgetPath(widget)])] }
         #expect(try await client.center("ListWidgets").body == [.objectPaths([Today.widgetPath(widget)])])
         // The app saves the widget's content; the widget shows it.
         let saved = try await run(env + [daemon.home.path + "/data/todayd/bundles/Weather.app/Weather"])
@@ -226,9 +228,9 @@ import TodayProtocol
         // A tap opens the app with the widget's URL.
         #expect(try await client.widget(widget, "Activate", [.vardict([])]).body == [.string("org.example.Weather")])
         var opened = ""
-        for _ in 0..<100 where !opened.contains("Weather: opening wx://today") {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = try await eventually(5) {
             opened += daemon.outputText
+            return opened.contains("Weather: opening wx://today")
         }
         #expect(opened.contains("Weather: opening wx://today"), "\(opened)")
     }

@@ -34,11 +34,8 @@ import TodayProtocol
 
         /// Waits up to 5 s for a line for which `matching` holds.
         func line(_ matching: (String) -> Bool) async throws -> String? {
-            for _ in 0..<100 {
-                if let line = lines.value.last(where: matching) { return line }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            return nil
+            _ = try await eventually(5) { lines.value.contains(where: matching) }
+            return lines.value.last(where: matching)
         }
 
         func stop() {
@@ -123,7 +120,7 @@ import TodayProtocol
             performed.withLock { $0 += message.body.compactMap(\.string) }
         }
         i3bar.input.fileHandleForWriting.write(Data(",{\"name\":\"todayd\",\"instance\":\"\(id)\",\"button\":3}\n".utf8))
-        for _ in 0..<100 where performed.value.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        _ = try await eventually(5) { !performed.value.isEmpty }
         #expect(performed.value == ["pin", "new-data"])
 
         // No content: the empty module.
@@ -164,6 +161,7 @@ import TodayProtocol
         defer { waybar.stop() }
         #expect(try await waybar.line { $0.contains("\"text\":\"Before\"") } != nil, "\(waybar.lines.value)")
         first.stop(keepHome: true)
+        // An absence: the bar does not exit, nor print, in the half second after todayd has gone.
         try await Task.sleep(for: .milliseconds(500))
         #expect(waybar.process.isRunning, "the bar waits through a restart")
         #expect(waybar.lines.value.last?.contains("\"text\":\"Before\"") == true, "the last line stays: \(waybar.lines.value)")

@@ -77,14 +77,14 @@ import Testing
             app.waitUntilExit()
         }
         var text = ""
-        for _ in 0..<100 where !text.contains("waiting for posts") {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = try await eventually(5) {
             text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            return text.contains("waiting for posts")
         }
         #expect(try await client.widget(Self.latestPost, "Activate", [.vardict([])]).body == [.string("tech.agostini.app")])
-        for _ in 0..<100 where !text.contains("showing post") {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = try await eventually(5) {
             text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            return text.contains("showing post")
         }
         #expect(text.contains("AgostiniTech: showing post 42: Creating Today Widgets\n"), "\(text)")
         // Opened with the URL as its argument, the app shows the post and exits.
@@ -145,7 +145,8 @@ import Testing
 
         // update and show; watch sees it happen.
         let watch = try Background(Self.todayctl, ["watch", "--json"], environment: environment(daemon))
-        try await Task.sleep(for: .milliseconds(400))
+        // Subscribed once it says so.
+        #expect(try await read(watch.output) { $0.contains(#"{"event":"watching"}"#) }.contains("watching"))
         try await run(["env", "-i"] + environment(daemon).map { "\($0.key)=\($0.value)" } + [Paths.examples + "/AgostiniTech.app/agostini-tech"])
         let updated = try await todayctl(daemon, ["update", Self.latestPost])
         #expect(updated.output == "\(Self.latestPost): new-data\n")

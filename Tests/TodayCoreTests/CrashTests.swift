@@ -55,6 +55,7 @@ import TodayProtocol
             let load = (0..<Self.clients).map { index in
                 Task { await Self.work(index, connections[index], ledgers[index], group: groupPath) }
             }
+            // The kill comes at a random moment of the load, on purpose.
             try await Task.sleep(for: .milliseconds(Int.random(in: 40...250)))
             DurabilityTests.killHard(daemon)
             for task in load { await task.value }

@@ -24,11 +24,9 @@ import TodayProtocol
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// Waits until the daemon owns its name; fails the test, saying so, otherwise.
     func waitForName(_ daemon: Daemon) async throws {
-        for _ in 0..<100 {
-            if try busctl(daemon, ["status", "io.github.todayd.Today1"]).contains("PID=") { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await daemon.ready().close()
     }
 
     @Test func servesTheExampleWidgets() async throws {
@@ -149,11 +147,7 @@ import TodayProtocol
         }
         let connection = try Connection(address: bus.address)
         defer { connection.close() }
-        for _ in 0..<200 {
-            let reply = try await connection.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)])
-            if reply.body.first?.bool == true { break }
-            try await Task.sleep(for: .milliseconds(25))
-        }
+        _ = try await connection.waitForOwner(of: Today.busName, timeout: .seconds(10))
         for fd in [0, 2] {
             let target = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/fd/\(fd)")
             #expect(target == "/dev/null", "descriptor \(fd) is \(target)")
@@ -206,9 +200,7 @@ import TodayProtocol
             let state = stat.split(separator: ")").last?.split(separator: " ").first
             return !stat.isEmpty && state != "Z"
         }
-        for _ in 0..<100 where running() || FileManager.default.fileExists(atPath: socket) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await eventually { !running() && !FileManager.default.fileExists(atPath: socket) }
         #expect(!running(), "the bus (\(bus)) outlived todayd")
         #expect(!FileManager.default.fileExists(atPath: socket), "\(socket) is left")
     }
@@ -267,6 +259,10 @@ import TodayProtocol
         let provider = try Connection(address: daemon.address)
         defer { provider.close() }
         let previous = Locked<[Value]>([])
+        // The slow provider answers only once the test is done with it,
+        // long after its 1 s limit.
+        let (slowAnswer, answerSlowly) = AsyncStream<Void>.makeStream()
+        defer { answerSlowly.finish() }
         provider.objects.export(
             Today.providerPath,
             [
@@ -276,7 +272,7 @@ import TodayProtocol
                         "PerformUpdate": { call in
                             previous.withLock { $0.append(call.arguments[0]) }
                             if call.message.destination == "org.example.Bus.Slow" {
-                                try await Task.sleep(for: .seconds(3))
+                                for await _ in slowAnswer {}
                             }
                             return [.string("new-data"), .vardict([("title", .string("from the bus")), ("count", .int32(3))])]
                         },

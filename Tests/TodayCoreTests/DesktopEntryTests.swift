@@ -156,10 +156,7 @@ import Testing
         // A new entry and a new default, written after the index was read:
         // the watcher reports them, and the index is read again.
         func soon(_ expected: String) async throws -> String? {
-            for _ in 0..<40 {
-                if cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id == expected { break }
-                try await Task.sleep(for: .milliseconds(25))
-            }
+            _ = try await eventually(1) { cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id == expected }
             return cache.current().defaultApplication("x-scheme-handler/demo", usable: usable)?.id
         }
         try tree.app("c.desktop", in: "data")

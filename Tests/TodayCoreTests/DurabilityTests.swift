@@ -90,6 +90,7 @@ import TodayProtocol
                     _ = try? await client.widget(id, "PerformUpdate")
                 }
             }
+            // The kill comes at a random moment of the flood, on purpose.
             try await Task.sleep(for: .milliseconds(Int.random(in: 5...60)))
             Self.killHard(daemon)
             flood.cancel()
@@ -212,7 +213,7 @@ import TodayProtocol
         let bus = try runBlocking(["pgrep", "-P", "\(daemon.process.processIdentifier)", "dbus-daemon"]).output
         let busPID = try #require(pid_t(bus.split(separator: "\n").first ?? ""), "the private bus is todayd's child")
         kill(busPID, SIGKILL)
-        for _ in 0..<200 where daemon.process.isRunning { try await Task.sleep(for: .milliseconds(25)) }
+        _ = try await eventually(5) { !daemon.process.isRunning }
         #expect(!daemon.process.isRunning, "todayd outlived its bus")
         if daemon.process.isRunning { kill(daemon.process.processIdentifier, SIGKILL) }
         daemon.process.waitUntilExit()

@@ -95,15 +95,17 @@ final class TodayDaemon: @unchecked Sendable {
         ]
     }
 
-    /// Waits until the daemon owns its name.
+    /// Waits until the daemon owns its name, and returns a connection to
+    /// its bus; throws, saying so, after 10 s without it.
     func ready() async throws -> Connection {
-        let connection = try Connection(address: address)
-        for _ in 0..<200 {
-            let reply = try await connection.callBus(MemberName("NameHasOwner"), [.string(Today.busName.rawValue)])
-            if reply.body.first?.bool == true { return connection }
-            try await Task.sleep(for: .milliseconds(25))
+        let connection = try await Connection.connect(address: address)
+        do {
+            _ = try await connection.waitForOwner(of: Today.busName, timeout: .seconds(10))
+        } catch {
+            connection.close()
+            throw DBusError.failed("todayd did not take \(Today.busName.rawValue) within 10 s (\(process.isRunning ? "it runs" : "it exited with \(process.terminationStatus)"))")
         }
-        throw DBusError.failed("todayd did not take its name")
+        return connection
     }
 
     /// Stops the daemon with SIGTERM and returns its exit status.
@@ -132,16 +134,6 @@ final class TodayDaemon: @unchecked Sendable {
     var logText: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 }
 
-/// Polls `body` until it is true, for at most `seconds`; whether it became
-/// true. For a condition a test waits for, in place of a fixed sleep.
-func eventually(_ seconds: Double = 3, _ body: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if try await body() { return true }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return try await body()
-}
 
 /// A program that runs beside a test, its standard output in a pipe for
 /// `read(_:until:)`; killed by `stop()` (or at the latest by `deinit`).
@@ -166,23 +158,6 @@ final class Background {
     deinit { stop() }
 }
 
-/// What `pipe` gives until `enough` says so, for at most `seconds`.
-func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: Double = 5) async throws -> String {
-    var text = ""
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    let handle = pipe.fileHandleForReading
-    while !enough(text), ContinuousClock.now < deadline {
-        var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        guard poll(&ready, 1, 0) > 0 else {
-            try await Task.sleep(for: .milliseconds(20))
-            continue
-        }
-        let chunk = handle.availableData
-        if chunk.isEmpty { break }
-        text += String(decoding: chunk, as: UTF8.self)
-    }
-    return text
-}
 
 /// The logs of the daemons a test started, added to every issue the test
 /// records, so that a failure shows what todayd said. Suites that start

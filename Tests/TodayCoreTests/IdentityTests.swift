@@ -16,6 +16,7 @@ import TodayProtocol
         let identities = Identities(providers: providers)
         providers.starting()
         async let found = identities.provider(startedAs: getpid())
+        // The absence of a record: the lookup waits for the start before the pid comes.
         try await Task.sleep(for: .milliseconds(30))
         providers.started(getpid(), "org.example.App.W")
         #expect(await found == "org.example.App.W")
@@ -62,7 +63,10 @@ import TodayProtocol
         monitor.standardOutput = monitorOutput
         monitor.standardError = FileHandle.nullDevice
         try monitor.run()
-        try await Task.sleep(for: .milliseconds(300))
+        // gdbus subscribes, then asks who owns the name: once it says, the
+        // bus has its rule.
+        var seen = try await read(monitorOutput) { $0.contains("is owned by") }
+        #expect(seen.contains("is owned by"), "gdbus monitor started: \(seen)")
 
         let anonymous = try Connection(address: daemon.address)
         defer { anonymous.close() }
@@ -96,10 +100,9 @@ import TodayProtocol
         let all = try await watcher.center("UpdateAll")
         #expect(all.body.first?.stringDictionary?.keys.sorted() == ["org.example.Other.W"])
 
-        try await Task.sleep(for: .milliseconds(300))
+        seen += try await read(monitorOutput) { $0.contains("{'HasContent': <true>") }
         kill(monitor.processIdentifier, SIGKILL)
         monitor.waitUntilExit()
-        let seen = String(decoding: monitorOutput.fileHandleForReading.availableData, as: UTF8.self)
         #expect(seen.contains("org.freedesktop.DBus.Properties.PropertiesChanged ('io.github.todayd.Today1.Widget', {'HasContent': <false>"), "\(seen)")
         #expect(seen.contains("{'HasContent': <true>"), "\(seen)")
     }

@@ -67,6 +67,7 @@ import TodayProtocol
             }
             group.addTask {
                 while ContinuousClock.now < deadline {
+                    // A sample a second: the measure, not a wait for something.
                     try await Task.sleep(for: .seconds(1))
                     let sample = (AdversarialTests.residentKiB(pid), FileSystem.entries("/proc/\(pid)/fd").count)
                     memory.withLock { $0.append(sample) }

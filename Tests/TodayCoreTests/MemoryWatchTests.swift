@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 @testable import TodayCore
 
@@ -32,7 +33,7 @@ import Testing
         #expect(!watched.exceeded)
     }
 
-    @Test func theWatchGivesWayToTheBus() throws {
+    @Test func theWatchGivesWayToTheBus() async throws {
         // Its looks read a few hundred /proc files with many providers
         // running; its thread runs at nice 10, the rest of todayd at 0.
         let watched = MemoryWatch.shared.watch(getpid(), limit: .max)
@@ -43,10 +44,10 @@ import Testing
             let stats = tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/stat", encoding: .utf8) }
             return stats.first { $0.contains("(memory-watch)") }
         }
-        var watch = try watchThread()
-        for _ in 0..<200 where watch == nil {
-            usleep(10_000)
+        var watch: String?
+        _ = try await eventually(2) {
             watch = try watchThread()
+            return watch != nil
         }
         // Field 19, nice, counted after the name in parentheses (field 2).
         let fields = watch.map { $0[($0.range(of: ")", options: .backwards)?.upperBound ?? $0.startIndex)...].split(separator: " ") }

@@ -105,9 +105,9 @@ import TodayProtocol
 
             clock.value = clock.value.addingTimeInterval(661)
             var result = Value.string("")
-            for _ in 0..<60 where result != .string("new-data") {
-                try await Task.sleep(for: .milliseconds(100))
+            _ = try await eventually(6) {
                 result = try await client.property(id, "LastResult")
+                return result == .string("new-data")
             }
             #expect(result == .string("new-data"))
             let left = try await client.property(id, "ScheduledUpdatesLeftToday")

@@ -181,7 +181,7 @@ import Testing
         #expect(try await client.center("OpenURL", [.string("signals://x"), .vardict([])]).body == [.string("org.example.Signals")])
         // Waited for as long as a loaded machine may take to start it.
         let recorded = out.appendingPathComponent("app")
-        for _ in 0..<600 where !FileManager.default.fileExists(atPath: recorded.path) { try await Task.sleep(for: .milliseconds(50)) }
+        _ = try await eventually(30) { FileManager.default.fileExists(atPath: recorded.path) }
         let seen = try await URLTests.lines(recorded)
         #expect(seen == clean, "the app: \(seen) \(String(decoding: (try? Data(contentsOf: recorded)) ?? Data(), as: UTF8.self))")
     }

@@ -221,7 +221,7 @@ import TodayProtocol
                 updated.withLock { $0 += 1 }
             }
             try await client.center("ReloadAllTimelines")
-            for _ in 0..<40 where updated.value == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            _ = try await eventually(2) { updated.value > 0 }
             #expect(updated.value == 1)
             #expect(try await client.property(Self.id, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("fresh"))
             // Not budgeted: requested updates leave the budget whole.

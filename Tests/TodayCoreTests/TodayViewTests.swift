@@ -57,7 +57,43 @@ import TodayProtocol
             ["env", "GTK_A11Y=none"] + environment + ["xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe"]
                 + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? [])
                 + presses.flatMap { ["--press", $0] }, timeout: 60)
-        return (result.output.split(separator: "\n").map(String.init), (try? Data(contentsOf: png)) ?? Data(), result.status, result.error)
+        let texts = result.output.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("state: ") }
+        return (texts, (try? Data(contentsOf: png)) ?? Data(), result.status, result.error)
+    }
+
+    /// `render` with `--delay`, `meanwhile` running beside the open window
+    /// once it follows changes (its first `state:` line); `meanwhile`'s
+    /// argument waits for the window to announce a state (`"away"`,
+    /// `"2 cards"`). The `state:` lines are not among the texts.
+    static func render(
+        _ address: String, delay: Int, style: String? = nil,
+        meanwhile: (_ waitFor: (String) async throws -> Void) async throws -> Void
+    ) async throws -> (texts: [String], png: Data, status: Int32, errors: String) {
+        let folder = try temporaryDirectory("view")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let png = folder.appendingPathComponent("shot.png")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments =
+            ["GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe", "--delay", "\(delay)"]
+            + (style.map { ["--style", $0] } ?? [])
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var text = ""
+        func waitFor(_ state: String) async throws {
+            text += try await read(output, until: { (text + $0).contains("state: \(state)\n") }, within: 30)
+            #expect(text.contains("state: \(state)\n"), "the window never showed '\(state)': \(text)")
+        }
+        text += try await read(output, until: { $0.contains("state: ") && $0.hasSuffix("\n") }, within: 30)
+        try await meanwhile(waitFor)
+        #expect(try await eventually(Double(delay) + 30) { !process.isRunning }, "the view ends after its picture")
+        text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let texts = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("state: ") }
+        return (texts, (try? Data(contentsOf: png)) ?? Data(), process.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
     /// The mean brightness of a PNG's pixels, 0 (black) to 255 (white):
@@ -160,11 +196,10 @@ import TodayProtocol
         #expect(Self.size(pane.png).map { $0.0 <= 400 } == true)
 
         // Live: what changes while the window is open shows in it, without polling.
-        async let later = Self.render(daemon.address, delay: 4)
-        try await Task.sleep(for: .seconds(2))
-        try await client.center("SetHasContent", [.boolean(true), .string("org.example.Seen.Hidden")])
-        try await client.center("SetHasContent", [.boolean(false), .string("org.example.Seen.Broken")])
-        let followed = try await later
+        let followed = try await Self.render(daemon.address, delay: 4) { _ in
+            try await client.center("SetHasContent", [.boolean(true), .string("org.example.Seen.Hidden")])
+            try await client.center("SetHasContent", [.boolean(false), .string("org.example.Seen.Broken")])
+        }
         #expect(followed.texts.contains("must not show"), "the widget given content appeared: \(followed.texts)")
         #expect(!followed.texts.contains("Broken"), "the widget without content went: \(followed.texts)")
 
@@ -259,11 +294,11 @@ import TodayProtocol
         _ = try await portal.requestName(BusName("org.freedesktop.portal.Desktop"), flags: .doNotQueue)
         #expect(try await Self.brightness(try await Self.render(daemon.address).png) < 100, "the portal prefers dark")
 
-        async let later = Self.render(daemon.address, delay: 4)
-        try await Task.sleep(for: .seconds(2))
-        scheme.withLock { $0 = 2 }
-        try exported.emit("SettingChanged", [.string("org.freedesktop.appearance"), .string("color-scheme"), .variant(.uint32(2))])
-        #expect(try await Self.brightness(try await later.png) > 150, "the window followed the portal to light")
+        let later = try await Self.render(daemon.address, delay: 4) { _ in
+            scheme.withLock { $0 = 2 }
+            try exported.emit("SettingChanged", [.string("org.freedesktop.appearance"), .string("color-scheme"), .variant(.uint32(2))])
+        }
+        #expect(try await Self.brightness(later.png) > 150, "the window followed the portal to light")
     }
 
     /// Started before todayd runs, the view's first call starts it through
@@ -313,10 +348,10 @@ import TodayProtocol
         #expect(!first.png.isEmpty && first.png != second.png, "the picture changed with the update")
 
         // todayd goes while the window is open: the cards stay, with the banner.
-        async let away = Self.render(bus.address, delay: 4)
-        try await Task.sleep(for: .seconds(2))
-        daemon.stop(keepHome: true)
-        let gone = try await away
+        let gone = try await Self.render(bus.address, delay: 4) { waitFor in
+            daemon.stop(keepHome: true)
+            try await waitFor("away")
+        }
         #expect(gone.texts.first?.hasPrefix("todayd is not running") == true, "\(gone.texts)")
         #expect(gone.texts.contains("2 new mails"), "the cards stay: \(gone.texts)")
 
@@ -324,16 +359,15 @@ import TodayProtocol
         // banner goes again and the cards are live.
         daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
         _ = try await daemon.ready()
-        async let back = Self.render(bus.address, delay: 7)
-        try await Task.sleep(for: .seconds(2))
-        daemon.stop(keepHome: true)
-        try await Task.sleep(for: .seconds(1))
-        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        let returned = try await Self.render(bus.address, delay: 7) { waitFor in
+            daemon.stop(keepHome: true)
+            try await waitFor("away")
+            daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+            let again = try await daemon.ready()
+            defer { again.close() }
+            _ = try await again.center("UpdateAll")
+        }
         defer { daemon.stop() }
-        let again = try await daemon.ready()
-        defer { again.close() }
-        _ = try await again.center("UpdateAll")
-        let returned = try await back
         #expect(!returned.texts.contains { $0.hasPrefix("todayd is not running") }, "\(returned.texts)")
         #expect(returned.texts.contains("3 new mails"), "\(returned.texts)")
         for shot in [first, second, gone, returned] {

@@ -43,6 +43,8 @@ import TodayProtocol
         // time before the entry's date.
         let watch = try Background(Paths.todayctl, ["watch"], environment: environment.merging(["TZ": "UTC"]) { $1 })
         defer { watch.stop() }
+        // Subscribed once it says so.
+        #expect(try await read(watch.output) { $0.contains("watching todayd") }.contains("watching"))
 
         // Each edit asks for a new timeline (ReloadAllTimelines): one
         // update each, as the edits come one after the other. Departures
@@ -52,7 +54,7 @@ import TodayProtocol
         for (count, (seconds, line, destination)) in [("13", "4", "Central"), ("16", "11", "Harbour")].enumerated() {
             let added = try await run(env + [tram, "add", seconds, line, destination])
             #expect(added.status == 0 && added.error.isEmpty, "\(added.error)")
-            for _ in 0..<100 where updates.value <= count { try await Task.sleep(for: .milliseconds(20)) }
+            _ = try await eventually(2) { updates.value > count }
         }
         let failure = try await client.property(Self.widget, "LastFailure")
         #expect(updates.value == 2, "one update per edit; \(failure)")
@@ -70,7 +72,7 @@ import TodayProtocol
         let updated = try await client.property(Self.widget, "LastUpdated")
 
         // The trams leave: the snapshot follows, with no provider run.
-        for _ in 0..<400 where !titles.value.contains("No more trams") { try await Task.sleep(for: .milliseconds(50)) }
+        _ = try await eventually(20) { titles.value.contains("No more trams") }
         #expect(titles.value.suffix(2) == ["Line 11 to Harbour", "No more trams"], "\(titles.value)")
         let updatedAfter = try await client.property(Self.widget, "LastUpdated")
         #expect(updates.value == 2 && updatedAfter == updated, "no provider ran")

@@ -14,13 +14,13 @@ import Testing
 
     /// Waits for `file` and returns its lines.
     static func lines(_ file: URL) async throws -> [String] {
-        for _ in 0..<100 {
-            if let text = try? String(contentsOf: file, encoding: .utf8), text.hasSuffix("\n") {
-                return text.split(separator: "\n").map(String.init)
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        var lines: [String] = []
+        _ = try await eventually(5) {
+            guard let text = try? String(contentsOf: file, encoding: .utf8), text.hasSuffix("\n") else { return false }
+            lines = text.split(separator: "\n").map(String.init)
+            return true
         }
-        return []
+        return lines
     }
 
     /// An app bundle with an executable and URL schemes.
@@ -181,9 +181,7 @@ import Testing
         environment["WAYLAND_DISPLAY"] = "wayland-test"
         let settings = environment.map { "\($0.key)=\($0.value)" }
         // mimeinfo.cache is refreshed in the background.
-        for _ in 0..<40 where !FileSystem.exists(daemon.home.path + "/data/applications/mimeinfo.cache") {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = try await eventually { FileSystem.exists(daemon.home.path + "/data/applications/mimeinfo.cache") }
         let xdg = try await run(["env", "-i"] + settings + ["xdg-open", "xdgdemo://from-xdg-open"])
         #expect(xdg.status == 0, "\(xdg.error)")
         let gio = try await run(["env", "-i"] + settings + ["gio", "open", "xdgdemo://from-gio"])

@@ -16,17 +16,18 @@ import Testing
                 return fired.value.count == 1 ? 0.3 : 3600
             })
         defer { timer.stop() }
-        for _ in 0..<100 where fired.value.count < 2 { try await Task.sleep(for: .milliseconds(20)) }
+        _ = try await eventually(2) { fired.value.count >= 2 }
         let dates = fired.value
         #expect(dates.count == 2)
         if dates.count == 2 {
             let gap = dates[1].timeIntervalSince(dates[0])
             #expect(gap >= 0.29 && gap < 0.6, "\(gap)")
         }
+        // An absence: no wake in half a second while nothing is due.
         try await Task.sleep(for: .milliseconds(500))
         #expect(fired.value.count == 2, "no wake while nothing is due")
         timer.poke()
-        for _ in 0..<100 where fired.value.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
+        _ = try await eventually(1) { fired.value.count >= 3 }
         #expect(fired.value.count == 3, "a poke looks again at once")
     }
 
@@ -88,11 +89,10 @@ import Testing
                 return 3600
             })
         defer { timer.stop() }
-        for _ in 0..<100 where fired.value < 1 { try await Task.sleep(for: .milliseconds(10)) }
-        try await Task.sleep(for: .milliseconds(200))
+        _ = try await eventually(1) { fired.value >= 1 }
         #expect(fired.value == 1)
         #expect(Self.setTheClockToItself())
-        for _ in 0..<200 where fired.value < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        _ = try await eventually(2) { fired.value >= 2 }
         #expect(fired.value == 2, "the timer fired \(fired.value) times; setting the clock should wake it once")
     }
 
@@ -108,8 +108,8 @@ import Testing
             (try FileManager.default.contentsOfDirectory(atPath: tasks)).first { task in
                 (try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8)) == "todayd-timer\n"
             })
-        try await Task.sleep(for: .milliseconds(300))
         let before = voluntarySwitches(task: "\(tasks)/\(timer)")
+        // An absence: at most one wake (the start's last look) in 3 s.
         try await Task.sleep(for: .seconds(3))
         let woken = voluntarySwitches(task: "\(tasks)/\(timer)") - before
         #expect(before >= 0 && woken <= 1, "the timer thread woke \(woken) times in 3 s")
