@@ -222,3 +222,12 @@ extension UInt32: DBusArgument {
         self = number
     }
 }
+
+extension Int32: DBusArgument {
+    public static var dbusType: DBusType { .int32 }
+    public var dbusValue: Value { .int32(self) }
+    public init(dbusValue value: Value) throws {
+        guard case .int32(let number) = value else { throw Self.mismatch(value) }
+        self = number
+    }
+}

@@ -35,7 +35,7 @@ public enum Today {
 
     /// The interfaces todayd serves and the one providers serve, in the
     /// order of SPEC section 2.
-    public static let interfaces = [center, widget, group, provider]
+    public static let interfaces = [center, widget, group, provider, Notifications.today]
 
     public static let center = Interface(
         InterfaceName("io.github.todayd.Today1.Center"),
@@ -44,7 +44,7 @@ public enum Today {
             Center.resolveURL, Center.containerPathForGroup, Center.groupObject, Center.registerApp, Center.reload,
             Center.reloadTimelines, Center.reloadAllTimelines,
         ],
-        properties: [Center.version, Center.bundleDirectories],
+        properties: [Center.version, Center.bundleDirectories, Center.notificationServer],
         doc: "io.github.todayd.Today1.Center: the manager object's interface.")
 
     /// The members of `center`.
@@ -90,6 +90,9 @@ public enum Today {
         public static let version = Property("Version", "s", changeSignal: .const, doc: "todayd's version.")
         public static let bundleDirectories = Property(
             "BundleDirectories", "as", doc: "The folders scanned for bundles, highest precedence first.")
+        public static let notificationServer = Property(
+            "NotificationServer", "s",
+            doc: "serving, off, or 'queued OWNER (PROGRAM)' while another server has org.freedesktop.Notifications.")
     }
 
     public static let widget = Interface(

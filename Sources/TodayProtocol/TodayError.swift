@@ -20,6 +20,10 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
     case noHandler(String)
     /// The widget's current snapshot offers no such action.
     case noSuchAction(widget: String, action: String)
+    /// No notification of that id in the list.
+    case noSuchNotification(UInt32)
+    /// The notification offers no such action.
+    case noSuchNotificationAction(UInt32, String)
 
     public var dbusError: DBusError {
         switch self {
@@ -57,6 +61,10 @@ public enum TodayError: Error, Equatable, DBusErrorConvertible, CustomStringConv
             DBusError(
                 Self.name("NoSuchAction"),
                 "the current snapshot of '\(widget)' offers no action '\(action.prefix(64))'; `todayctl show \(widget)` lists its actions")
+        case .noSuchNotification(let id):
+            DBusError(Self.name("NoSuchNotification"), "no notification \(id) in the list; `todayctl notifications` lists them")
+        case .noSuchNotificationAction(let id, let key):
+            DBusError(Self.name("NoSuchAction"), "notification \(id) offers no action '\(key.prefix(64))'")
         }
     }
 

@@ -7,12 +7,15 @@ extension TodayService {
     /// bound to the part that answers it.
     static func centerObject(
         bundleFolders: [String], widgets: WidgetService, groups: GroupService, urls: URLService, catalog: CatalogService,
-        identities: Identities, log: Logger
+        identities: Identities, log: Logger, notificationServer: String
     ) -> ExportedInterface {
         typealias Center = Today.Center
         return ExportedInterface(
             Today.center,
-            properties: [Center.version.name: .string(Today.version), Center.bundleDirectories.name: .strings(bundleFolders)],
+            properties: [
+                Center.version.name: .string(Today.version), Center.bundleDirectories.name: .strings(bundleFolders),
+                Center.notificationServer.name: .string(notificationServer),
+            ],
             bindings: [
                 Center.listWidgets.immediate { _ in
                     [.objectPaths(widgets.ids.map(Today.widgetPath))]

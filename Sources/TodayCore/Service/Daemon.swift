@@ -17,10 +17,11 @@ public enum Daemon {
         public var privateBus = false
         public var printInterfaces = false
         public var requireSandbox = false
+        public var notifications = true
     }
 
     public static let usage = """
-        usage: todayd [--address ADDR] [--bundles DIR]... [--replace] [--verbose] [--private-bus] [--require-sandbox]
+        usage: todayd [--address ADDR] [--bundles DIR]... [--replace] [--verbose] [--private-bus] [--require-sandbox] [--no-notifications]
                todayd --print-interfaces
 
         Serves io.github.todayd.Today1 on the session bus (or ADDR).
@@ -30,6 +31,7 @@ public enum Daemon {
           --verbose        debug lines too: every change, one line each
           --private-bus    start a dbus-daemon of its own, print DBUS_SESSION_BUS_ADDRESS=…, serve there
           --require-sandbox  fail provider runs (no-sandbox) where bubblewrap cannot confine them
+          --no-notifications  serve no notifications (asks for neither org.freedesktop.Notifications nor org.gtk.Notifications)
           --print-interfaces  print the introspection XML of every interface and exit
         """
 
@@ -56,6 +58,7 @@ public enum Daemon {
             case "--private-bus": options.privateBus = true
             case "--print-interfaces": options.printInterfaces = true
             case "--require-sandbox": options.requireSandbox = true
+            case "--no-notifications": options.notifications = false
             default: throw UsageError.bad("unknown argument '\(argument)'")
             }
         }
@@ -114,7 +117,10 @@ public enum Daemon {
     /// desktop entries. Returns their paths.
     static func removeLeftovers(_ directories: Directories) -> [String] {
         let store = WidgetStore(directories: directories)
-        var folders = [(store.stateFolder, ""), (store.snapshotFolder, ""), (directories.dataHome + "/applications", BundleDesktopEntries.prefix)]
+        var folders = [
+            (store.stateFolder, ""), (store.snapshotFolder, ""), (directories.dataHome + "/applications", BundleDesktopEntries.prefix),
+            (directories.stateHome + "/todayd/notifications", ""),
+        ]
         for group in FileSystem.entries(directories.groupsFolder) {
             folders.append((directories.groupsFolder + "/" + group + "/Library/Preferences", group))
         }
@@ -172,7 +178,7 @@ public enum Daemon {
         }
         let service = TodayService(
             connection: connection, directories: directories, log: log, environment: environment, busAddress: address,
-            confinement: ProviderRun.Confinement(support: support, required: options.requireSandbox))
+            confinement: ProviderRun.Confinement(support: support, required: options.requireSandbox), notifications: options.notifications)
         let (events, continuation) = AsyncStream<DaemonEvent>.makeStream()
         // Watching starts before the first scan, so that a bundle installed
         // while todayd starts is seen either by the scan or by the watcher.
@@ -189,6 +195,7 @@ public enum Daemon {
             // the names of the services that join it stop nothing else.
             names = try await NameOwnership(connection: connection) { name, standing in
                 if name == Today.busName, standing == .lost { continuation.yield(.nameLost) }
+                if name == Notifications.freedesktopName { continuation.yield(.notificationName(standing)) }
             }
             try await service.start()
             let standing = try await names.request(Today.busName, .exclusive(replaceExisting: options.replace))
@@ -203,6 +210,17 @@ public enum Daemon {
             return 1
         }
         log.info("serving \(Today.busName) with \(service.widgetIDs.count) widgets from \(directories.bundleFolders.joined(separator: ", "))")
+        if options.notifications {
+            // Once its own name is served (SPEC section 14): queued, so that
+            // another server keeps them, and replaceable.
+            for name in [Notifications.freedesktopName, Notifications.gtkName] {
+                do {
+                    if try await names.request(name, .queued) == .queued { log.info("\(name) has another owner: todayd waits for it") }
+                } catch {
+                    log.warning("cannot ask for \(name): \(error); todayd serves no notifications")
+                }
+            }
+        }
 
         connection.onDisconnect { continuation.yield(.disconnected) }
         do {
@@ -227,6 +245,8 @@ public enum Daemon {
             case .nameLost:
                 log.warning("another todayd took \(Today.busName) over; exiting")
                 break loop
+            case .notificationName(let standing):
+                Task { service.setNotificationServer(await notificationServer(standing, on: connection)) }
             case .disconnected:
                 log.error("the bus connection was lost; exiting")
                 status = 1
@@ -243,6 +263,19 @@ public enum Daemon {
     }
 }
 
+/// Center.NotificationServer for `standing`: `serving`, or `queued` with
+/// the owner's unique name and program (`queued :1.4 (dunst)`).
+func notificationServer(_ standing: NameOwnership.Standing, on connection: Connection) async -> String {
+    if standing == .owned { return "serving" }
+    guard let owner = try? await connection.callBus(.getNameOwner, [.string(Notifications.freedesktopName.rawValue)]).value(String.self) else {
+        return "queued"
+    }
+    guard let pid = try? await connection.credentials(of: owner).processID,
+        let program = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+    else { return "queued \(owner)" }
+    return "queued \(owner) (\(program.trimmingCharacters(in: .whitespacesAndNewlines)))"
+}
+
 /// What the daemon's main loop waits for.
 enum DaemonEvent: Sendable {
     /// A signal from the signal thread: SIGHUP rescans, the others end todayd.
@@ -251,6 +284,8 @@ enum DaemonEvent: Sendable {
     case bundlesChanged
     /// Another todayd took the name over (--replace).
     case nameLost
+    /// org.freedesktop.Notifications came or went.
+    case notificationName(NameOwnership.Standing)
     /// The bus connection is gone.
     case disconnected
 }

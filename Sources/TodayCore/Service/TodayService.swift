@@ -20,12 +20,14 @@ public final class TodayService: Sendable {
     let urls: URLService
     let widgets: WidgetService
     let catalog: CatalogService
+    /// The notification server; nil with `--no-notifications`.
+    let notifications: NotificationService?
     private let center: ExportedInterface
 
     public init(
         connection: Connection, directories: Directories, log: Logger, environment: [String: String] = [:],
         busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: (@Sendable () -> Date)? = nil,
-        confinement: ProviderRun.Confinement = .none
+        confinement: ProviderRun.Confinement = .none, notifications serveNotifications: Bool = true
     ) {
         self.connection = connection
         self.directories = directories
@@ -38,12 +40,16 @@ public final class TodayService: Sendable {
             connection: connection, directories: directories, identities: identities, providers: providers, groups: groups, urls: urls,
             log: log, environment: environment, busAddress: busAddress, confinement: confinement, now: now)
         catalog = CatalogService(directories: directories, widgets: widgets, groups: groups, urls: urls, log: log)
+        notifications =
+            serveNotifications
+            ? NotificationService(connection: connection, directories: directories, identities: identities, urls: urls, log: log, now: now)
+            : nil
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,
-            log: log)
+            log: log, notificationServer: serveNotifications ? "queued" : "off")
         connection.objects.setGate(identities.gate(on: connection))
         connection.objects.addObjectManager(at: Today.managerPath)
-        connection.objects.export(Today.managerPath, [center])
+        connection.objects.export(Today.managerPath, [center] + (notifications.map { [$0.center] } ?? []))
     }
 
     /// Starts what runs in the background: forgetting connections that
@@ -51,17 +57,27 @@ public final class TodayService: Sendable {
     public func start() async throws {
         try await connection.subscribe(
             MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged)
-        ) { [identities] message in
+        ) { [identities, notifications] message in
             let args = message.body.compactMap(\.string)
-            if args.count == 3, args[0].hasPrefix(":"), args[2].isEmpty { identities.forget(args[0]) }
+            if args.count == 3, args[0].hasPrefix(":"), args[2].isEmpty {
+                identities.forget(args[0])
+                notifications?.left(args[0])
+            }
         }
         widgets.start()
+        notifications?.start()
+    }
+
+    /// Says who serves org.freedesktop.Notifications (Center.NotificationServer).
+    public func setNotificationServer(_ state: String) {
+        center.set(Today.Center.notificationServer.name, .string(state))
     }
 
     /// Stops the scheduler and the providers, and waits (a few seconds at
     /// most) until what is being written is on disk.
     public func stop() async {
         await widgets.stop()
+        notifications?.stop()
     }
 
     /// Rescans the bundle folders and brings every part in step.

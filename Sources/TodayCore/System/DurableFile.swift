@@ -35,8 +35,11 @@ public enum DurableFile {
         }
     }
 
-    /// Replaces the file at `path` with `data`, durably.
-    public static func write(_ data: Data, to path: String) throws {
+    /// Replaces the file at `path` with `data`, durably; with `sync`
+    /// false, in one step but not yet flushed to the disk (the caller
+    /// flushes it soon, with others): a killed process loses nothing, a
+    /// power cut what was not flushed.
+    public static func write(_ data: Data, to path: String, sync: Bool = true) throws {
         let folder = PathText.parent(of: path)
         try makeFolder(folder)
         let opened: FileDescriptor
@@ -45,12 +48,12 @@ public enum DurableFile {
         } catch {
             throw Failure(path: folder, operation: "open the folder", error: error)
         }
-        try write(data, named: PathText.lastComponent(of: path), in: opened, path: path)
+        try write(data, named: PathText.lastComponent(of: path), in: opened, path: path, sync: sync)
     }
 
     /// Replaces the file `name` in the open folder `folder` with `data`,
     /// durably, without following a symlink; `path` names it in errors.
-    public static func write(_ data: Data, named name: String, in folder: FileDescriptor, path: String) throws {
+    public static func write(_ data: Data, named name: String, in folder: FileDescriptor, path: String, sync: Bool = true) throws {
         let temporary = ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let file: FileDescriptor
         do {
@@ -63,7 +66,7 @@ public enum DurableFile {
             try file.changeMode(0o600)
             try file.write(all: data)
             step = "sync"
-            try file.sync()
+            if sync { try file.sync() }
             step = "write"
             try file.close()
             step = "replace"
@@ -73,7 +76,7 @@ public enum DurableFile {
             try? folder.unlink(temporary)
             throw Failure(path: path, operation: step, error: error)
         }
-        try? folder.sync()
+        if sync { try? folder.sync() }
     }
 
     /// The process that wrote `file`, when it is named as `write` names

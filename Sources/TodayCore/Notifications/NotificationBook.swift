@@ -1,0 +1,299 @@
+import DBus
+import FoundationEssentials
+import TodayProtocol
+
+/// The notification list as value code (SPEC section 14): events in
+/// (a notification posted, closed, dismissed, an action chosen, time
+/// passing), effects out (signals to send, files to write, apps to call),
+/// with the clock passed in. `NotificationService` carries the effects out;
+/// tests drive it without a bus or a clock.
+struct NotificationBook: Sendable {
+    /// NotificationClosed's reasons.
+    enum CloseReason: UInt32, Sendable {
+        case expired = 1, dismissed = 2, recalled = 3, other = 4
+    }
+
+    /// What the service must do after an event, in order.
+    enum Effect: Equatable, Sendable {
+        /// NotificationClosed(id, reason).
+        case closed(UInt32, CloseReason)
+        /// Write the notification's file (before the reply).
+        case store(UInt32)
+        /// Remove the notification's file.
+        case forget(UInt32)
+        /// NotificationsChanged(changed, removed), with Count and Unseen.
+        case listChanged(changed: [UInt32], removed: [UInt32])
+        /// ActivationToken(id, token), then ActionInvoked(id, key).
+        case invoked(UInt32, key: String, token: String?)
+        /// NotificationReplied(id, text).
+        case replied(UInt32, String)
+        /// org.freedesktop.Application.ActivateAction(name, [target]) on the app `appID`.
+        case activateAction(appID: String, name: String, target: Value?)
+        /// org.freedesktop.Application.Activate on the app `appID`, or its start.
+        case activateApp(appID: String)
+        /// The Inhibited property.
+        case inhibited(Bool)
+    }
+
+    /// A notification to post, as its interface handed it over.
+    struct Posting: Sendable {
+        var notification: TodayNotification
+        /// `replaces_id`, or 0.
+        var replaces: UInt32 = 0
+        /// Milliseconds: -1 the default by urgency, 0 never.
+        var expireTimeout: Int32 = -1
+    }
+
+    enum Refusal: Error, Equatable {
+        /// More than `ratePerSecond` from one app in a second.
+        case tooMany(appID: String)
+        case noSuchNotification(UInt32)
+        case noSuchAction(UInt32, String)
+    }
+
+    /// At most this many in the list; the oldest leave (reason 4 if open).
+    var capacity = 1_000
+    /// Notifications one app may post in a second.
+    var ratePerSecond = 100
+    /// The last id given: never given again.
+    private(set) var lastID: UInt32 = 0
+    /// The list, by id, and newest first.
+    private(set) var byID: [UInt32: TodayNotification] = [:]
+    private(set) var order: [UInt32] = []
+    /// Posted since the last MarkSeen.
+    private(set) var unseen: [UInt32] = []
+    /// Inhibitions by cookie: the connection that asked.
+    private(set) var inhibitions: [UInt32: String] = [:]
+    private var lastCookie: UInt32 = 0
+    /// Per app: the second counted and how many came in it.
+    private var rates: [String: (second: Int64, count: Int)] = [:]
+
+    init(lastID: UInt32 = 0, kept: [TodayNotification] = []) {
+        self.lastID = lastID
+        for notification in kept.sorted(by: { $0.time > $1.time || ($0.time == $1.time && $0.id > $1.id) }) where byID[notification.id] == nil {
+            byID[notification.id] = notification
+            order.append(notification.id)
+            self.lastID = max(self.lastID, notification.id)
+        }
+    }
+
+    var list: [TodayNotification] { order.compactMap { byID[$0] } }
+    var count: Int { order.count }
+    var isInhibited: Bool { !inhibitions.isEmpty }
+
+    /// When a notification is next due to expire.
+    var nextExpiry: Date? {
+        byID.values.lazy.filter(\.isOpen).compactMap(\.expires).min()
+    }
+
+    /// How long a notification of `urgency` stays open by default.
+    static func defaultTimeout(_ urgency: TodayNotification.Urgency) -> Double? {
+        switch urgency {
+        case .low: 5
+        case .normal: 10
+        case .critical: nil
+        }
+    }
+
+    /// The next id: never 0, never one given before.
+    private mutating func nextID() -> UInt32 {
+        lastID = lastID == .max ? 1 : lastID + 1
+        while byID[lastID] != nil { lastID += 1 }
+        return lastID
+    }
+
+    /// Posts `posting` at `now`: a new notification, or one that replaces
+    /// another in place (same id, moved to the top, no NotificationClosed).
+    /// Returns its id.
+    mutating func post(_ posting: Posting, at now: Date) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
+        var notification = posting.notification
+        let second = Int64(now.timeIntervalSince1970.rounded(.down))
+        let rate = rates[notification.appID]
+        let counted = rate?.second == second ? rate?.count ?? 0 : 0
+        guard counted < ratePerSecond else { throw .tooMany(appID: notification.appID) }
+        rates[notification.appID] = (second, counted + 1)
+        if rates.count > 4 * capacity { rates = rates.filter { $0.value.second == second } }
+
+        // What it replaces: the id asked for, where todayd gave it and it is
+        // still in the list; else the same app's notification with the same
+        // stack tag, or the same GNotification id.
+        var replaced: UInt32?
+        if posting.replaces != 0, byID[posting.replaces] != nil {
+            replaced = posting.replaces
+        } else if let tag = notification.stackTag {
+            replaced = order.first { byID[$0]?.appID == notification.appID && byID[$0]?.stackTag == tag }
+        } else if let gtkID = notification.gtkID {
+            replaced = order.first { byID[$0]?.source == .gtk && byID[$0]?.appID == notification.appID && byID[$0]?.gtkID == gtkID }
+        }
+        notification.id = replaced ?? nextID()
+        notification.time = now
+        notification.isOpen = true
+        let seconds: Double? =
+            switch posting.expireTimeout {
+            case 0: nil
+            case ..<0: Self.defaultTimeout(notification.urgency)
+            default: Double(posting.expireTimeout) / 1000
+            }
+        notification.expires = seconds.map { now.addingTimeInterval($0) }
+
+        var effects: [Effect] = []
+        let id = notification.id
+        if notification.transient {
+            // Shown, never kept: it closes when its time runs out, and a
+            // transient replacement takes the one it replaces out of the list.
+            if let replaced { effects += remove([replaced], reason: nil) }
+            byID[id] = notification
+            return (id, effects)
+        }
+        if replaced != nil { order.removeAll { $0 == id } }
+        byID[id] = notification
+        order.insert(id, at: 0)
+        if !unseen.contains(id) { unseen.append(id) }
+        effects.append(.store(id))
+        var removed: [UInt32] = []
+        while order.count > capacity, let oldest = order.last {
+            effects += remove([oldest], reason: .other)
+            removed.append(oldest)
+        }
+        effects.append(.listChanged(changed: [id], removed: removed))
+        return (id, effects)
+    }
+
+    /// Takes `ids` out of the list; sends NotificationClosed with `reason`
+    /// for each still open (nil: none).
+    private mutating func remove(_ ids: [UInt32], reason: CloseReason?) -> [Effect] {
+        var effects: [Effect] = []
+        for id in ids {
+            guard let notification = byID.removeValue(forKey: id) else { continue }
+            if notification.isOpen, let reason { effects.append(.closed(id, reason)) }
+            let wasListed = order.contains(id)
+            order.removeAll { $0 == id }
+            unseen.removeAll { $0 == id }
+            if wasListed { effects.append(.forget(id)) }
+        }
+        return effects
+    }
+
+    /// CloseNotification: the sender recalls it (reason 3), and it leaves
+    /// the list. An id not in the list is no error (the specification's
+    /// servers answer it quietly).
+    mutating func recall(_ id: UInt32) -> [Effect] {
+        guard byID[id] != nil else { return [] }
+        let listed = order.contains(id)
+        let effects = remove([id], reason: .recalled)
+        return effects + (listed ? [.listChanged(changed: [], removed: [id])] : [])
+    }
+
+    /// The user dismissed it (reason 2, where still open): it leaves the list.
+    mutating func dismiss(_ id: UInt32) throws(Refusal) -> [Effect] {
+        guard byID[id] != nil else { throw .noSuchNotification(id) }
+        let listed = order.contains(id)
+        let effects = remove([id], reason: .dismissed)
+        return effects + (listed ? [.listChanged(changed: [], removed: [id])] : [])
+    }
+
+    /// Every notification of `appID` (`""`: all) dismissed.
+    mutating func dismissAll(_ appID: String) -> [Effect] {
+        let ids = byID.values.filter { appID.isEmpty || $0.appID == appID }.map(\.id).sorted()
+        guard !ids.isEmpty else { return [] }
+        let listed = ids.filter { order.contains($0) }
+        return remove(ids, reason: .dismissed) + (listed.isEmpty ? [] : [.listChanged(changed: [], removed: listed)])
+    }
+
+    /// Time passes: those whose time ran out close (reason 1) and stay in
+    /// the list, closed; transient ones leave.
+    mutating func expire(at now: Date) -> [Effect] {
+        var effects: [Effect] = []
+        var changed: [UInt32] = []
+        var removed: [UInt32] = []
+        for (id, notification) in byID.sorted(by: { $0.key < $1.key }) where notification.isOpen {
+            guard let expires = notification.expires, expires <= now else { continue }
+            if notification.transient {
+                effects += remove([id], reason: .expired)
+                removed.append(id)
+                continue
+            }
+            byID[id]?.isOpen = false
+            effects += [.closed(id, .expired), .store(id)]
+            changed.append(id)
+        }
+        if !changed.isEmpty || !removed.isEmpty { effects.append(.listChanged(changed: changed, removed: [])) }
+        return effects
+    }
+
+    /// The user chose action `key` (`default`: the notification itself),
+    /// open or closed: ActivationToken and ActionInvoked go to its sender,
+    /// a GNotification's action to its app; then it leaves the list unless
+    /// resident (and a resident one stays open).
+    mutating func invoke(_ id: UInt32, key: String, token: String?) throws(Refusal) -> [Effect] {
+        guard let notification = byID[id] else { throw .noSuchNotification(id) }
+        let action = notification.actions.first { $0.key == key }
+        guard action != nil || key == "default" else { throw .noSuchAction(id, key) }
+        var effects: [Effect] = [.invoked(id, key: key, token: token)]
+        switch notification.source {
+        case .gtk, .todaykit:
+            if let name = action?.gtkAction ?? (key == "default" ? notification.gtkDefaultAction : nil) {
+                effects.append(.activateAction(appID: notification.appID, name: name, target: action?.gtkTarget ?? notification.gtkDefaultTarget))
+            } else if key == "default" {
+                effects.append(.activateApp(appID: notification.appID))
+            }
+        case .freedesktop:
+            // `default` with no such action starts or activates the app.
+            if key == "default", action == nil { effects.append(.activateApp(appID: notification.desktopEntry ?? notification.appID)) }
+        }
+        if notification.resident { return effects }
+        let listed = order.contains(id)
+        effects += remove([id], reason: .dismissed)
+        if listed { effects.append(.listChanged(changed: [], removed: [id])) }
+        return effects
+    }
+
+    /// An inline reply: NotificationReplied, then as an action.
+    mutating func reply(_ id: UInt32, text: String) throws(Refusal) -> [Effect] {
+        guard let notification = byID[id] else { throw .noSuchNotification(id) }
+        guard notification.actions.contains(where: { $0.key == "inline-reply" }) else { throw .noSuchAction(id, "inline-reply") }
+        var effects: [Effect] = [.replied(id, text)]
+        if !notification.resident {
+            let listed = order.contains(id)
+            effects += remove([id], reason: .dismissed)
+            if listed { effects.append(.listChanged(changed: [], removed: [id])) }
+        }
+        return effects
+    }
+
+    /// The user has seen the list.
+    mutating func markSeen() -> [Effect] {
+        guard !unseen.isEmpty else { return [] }
+        unseen = []
+        return [.listChanged(changed: [], removed: [])]
+    }
+
+    // MARK: Inhibitions
+
+    /// Inhibit from connection `sender`: returns its cookie.
+    mutating func inhibit(by sender: String) -> (cookie: UInt32, effects: [Effect]) {
+        let was = isInhibited
+        lastCookie = lastCookie == .max ? 1 : lastCookie + 1
+        inhibitions[lastCookie] = sender
+        return (lastCookie, was ? [] : [.inhibited(true)])
+    }
+
+    /// UnInhibit; a cookie of another connection, or none, changes nothing.
+    mutating func uninhibit(_ cookie: UInt32, by sender: String) -> [Effect] {
+        guard inhibitions[cookie] == sender else { return [] }
+        inhibitions[cookie] = nil
+        return isInhibited ? [] : [.inhibited(false)]
+    }
+
+    /// A connection left the bus: its inhibitions end.
+    mutating func left(_ sender: String) -> [Effect] {
+        let was = isInhibited
+        inhibitions = inhibitions.filter { $0.value != sender }
+        return was && !isInhibited ? [.inhibited(false)] : []
+    }
+
+    /// At start: those whose time ran out while todayd was down close now.
+    mutating func catchUp(at now: Date) -> [Effect] {
+        expire(at: now)
+    }
+}

@@ -1,0 +1,216 @@
+import DBus
+import FoundationEssentials
+import TodayProtocol
+
+/// The notification server's objects, each method bound to the service,
+/// and what Notify and AddNotification hand over read into a `Posting`.
+extension NotificationService {
+    static func freedesktopObject(_ late: Late<NotificationService>) -> ExportedInterface {
+        typealias F = Notifications.Freedesktop
+        return ExportedInterface(
+            Notifications.freedesktop, properties: [F.inhibited.name: .boolean(false)],
+            bindings: [
+                F.notify.task { call, appName, replaces, appIcon, summary, body, actions, hints, timeout in
+                    let service = try late.get()
+                    let caller = await service.callerApp(call)
+                    let posting = try Self.posting(
+                        appName: appName, replaces: replaces, appIcon: appIcon, summary: summary, body: body, actions: actions, hints: hints,
+                        timeout: timeout, caller: caller)
+                    return [.uint32(try service.post(posting))]
+                },
+                F.closeNotification.immediate { _, id in
+                    try late.get().change { $0.recall(id) }
+                    return []
+                },
+                F.getCapabilities.immediate { _ in [.strings(F.capabilities)] },
+                F.getServerInformation.immediate { _ in [.string("todayd"), .string("todayd"), .string(Today.version), .string("1.2")] },
+                F.inhibit.immediate { call, _, _, _ in
+                    let service = try late.get()
+                    var cookie: UInt32 = 0
+                    try service.change { book in
+                        let (given, effects) = book.inhibit(by: call.sender)
+                        cookie = given
+                        return effects
+                    }
+                    return [.uint32(cookie)]
+                },
+                F.unInhibit.immediate { call, cookie in
+                    try late.get().change { $0.uninhibit(cookie, by: call.sender) }
+                    return []
+                },
+            ])
+    }
+
+    static func gtkObject(_ late: Late<NotificationService>) -> ExportedInterface {
+        typealias G = Notifications.Gtk
+        return ExportedInterface(
+            Notifications.gtk,
+            bindings: [
+                G.addNotification.task { call, appID, id, notification in
+                    let service = try late.get()
+                    try await service.checkGtkSender(call, appID: appID)
+                    _ = try service.post(try Self.posting(gtkApp: appID, id: id, notification))
+                    return []
+                },
+                G.removeNotification.task { call, appID, id in
+                    let service = try late.get()
+                    try await service.checkGtkSender(call, appID: appID)
+                    try service.change { book in
+                        guard let existing = book.list.first(where: { $0.source == .gtk && $0.appID == appID && $0.gtkID == id }) else { return [] }
+                        return book.recall(existing.id)
+                    }
+                    return []
+                },
+            ])
+    }
+
+    static func centerObject(_ late: Late<NotificationService>, count: UInt32, unseen: UInt32) -> ExportedInterface {
+        typealias C = Notifications.Center
+        return ExportedInterface(
+            Notifications.today, properties: [C.count.name: .uint32(count), C.unseen.name: .uint32(unseen)],
+            bindings: [
+                C.listNotifications.immediate { _ in
+                    [.array(.dictionary(key: .string, value: .variant), try late.get().list.map { .vardict($0.dictionary) })]
+                },
+                C.getNotification.immediate { _, id in [.vardict(try late.get().notification(id).dictionary)] },
+                C.dismiss.immediate { _, id in
+                    try late.get().change { book throws(NotificationBook.Refusal) in try book.dismiss(id) }
+                    return []
+                },
+                C.dismissAll.immediate { _, appID in
+                    try late.get().change { $0.dismissAll(appID) }
+                    return []
+                },
+                C.invokeAction.immediate { _, id, key, platformData in
+                    let token = platformData.dictionary["activation-token"]?.string
+                    try late.get().change { book throws(NotificationBook.Refusal) in try book.invoke(id, key: key, token: token) }
+                    return []
+                },
+                C.reply.immediate { _, id, text in
+                    try late.get().change { book throws(NotificationBook.Refusal) in try book.reply(id, text: text) }
+                    return []
+                },
+                C.markSeen.immediate { _ in
+                    try late.get().change { $0.markSeen() }
+                    return []
+                },
+            ])
+    }
+
+    /// A Flatpak sender speaks only for its own app id.
+    func checkGtkSender(_ call: MethodCall, appID: String) async throws {
+        if case .flatpak(let own)? = try? await identities.caller(of: call), own != appID {
+            throw DBusError(.accessDenied, "a Flatpak app sends notifications as itself ('\(own)'), not as '\(appID)'")
+        }
+    }
+
+    // MARK: What arrives
+
+    /// The hints Notify reads itself; the others are kept as sent.
+    static let readHints: Set<String> = [
+        "urgency", "category", "desktop-entry", "image-data", "image_data", "icon_data", "image-path", "image_path", "value", "resident",
+        "transient", "x-canonical-private-synchronous", "x-dunst-stack-tag",
+    ]
+
+    /// Notify's arguments as a posting; InvalidArgs saying what is wrong.
+    static func posting(
+        appName: String, replaces: UInt32, appIcon: String, summary: String, body: String, actions: [String], hints: VariantDictionary,
+        timeout: Int32, caller: String?
+    ) throws -> NotificationBook.Posting {
+        guard actions.count % 2 == 0 else {
+            throw TodayError.invalidArgs("actions must come in pairs of key and label; \(actions.count) strings were sent")
+        }
+        let values = hints.dictionary
+        var urgency = TodayNotification.Urgency.normal
+        if let value = values["urgency"] {
+            guard case .byte(let level) = value, let known = TodayNotification.Urgency(rawValue: level) else {
+                throw TodayError.invalidArgs("hint 'urgency' must be a byte (y): 0 low, 1 normal, 2 critical")
+            }
+            urgency = known
+        }
+        func string(_ key: String) throws -> String? {
+            guard let value = values[key] else { return nil }
+            guard case .string(let text) = value else { throw TodayError.invalidArgs("hint '\(key)' must be a string (s)") }
+            return text
+        }
+        func flag(_ key: String) throws -> Bool {
+            guard let value = values[key] else { return false }
+            guard case .boolean(let on) = value else { throw TodayError.invalidArgs("hint '\(key)' must be a boolean (b)") }
+            return on
+        }
+        let desktopEntry = try string("desktop-entry").flatMap { $0.isEmpty ? nil : $0 }
+        let appID = caller ?? desktopEntry ?? (appName.isEmpty ? "unknown" : appName)
+        var notification = TodayNotification(
+            id: 0, appID: appID, appName: appName.isEmpty ? appID : appName, summary: cut(summary, to: longestSummary),
+            body: cut(body, to: longestBody), appIcon: appIcon,
+            actions: stride(from: 0, to: actions.count, by: 2).map { .init(key: actions[$0], label: actions[$0 + 1]) }, urgency: urgency,
+            category: try string("category") ?? "", time: Date(), source: .freedesktop)
+        notification.desktopEntry = desktopEntry
+        for key in ["image-data", "image_data", "icon_data"] {
+            guard notification.image == nil, let value = values[key] else { continue }
+            do throws(NotificationImages.Refused) {
+                notification.image = try NotificationImages.image(value, hint: key)
+            } catch {
+                throw TodayError.invalidArgs(error.description)
+            }
+        }
+        if let path = try string("image-path") ?? string("image_path"), !path.isEmpty { notification.imagePath = NotificationImages.path(path) }
+        if let value = values["value"] {
+            guard case .int32(let percent) = value, (0...100).contains(percent) else {
+                throw TodayError.invalidArgs("hint 'value' must be an int32 (i) from 0 to 100")
+            }
+            notification.value = percent
+        }
+        notification.resident = try flag("resident")
+        notification.transient = try flag("transient")
+        notification.stackTag = try string("x-canonical-private-synchronous") ?? string("x-dunst-stack-tag")
+        notification.hints = VariantDictionary(hints.value.dictionaryEntries.compactMap { entry in
+            guard let key = entry.key.string, !readHints.contains(key) else { return nil }
+            return (key, entry.value.unwrapped)
+        })
+        return NotificationBook.Posting(notification: notification, replaces: replaces, expireTimeout: timeout)
+    }
+
+    /// AddNotification's dictionary as a posting (GNotification's keys).
+    static func posting(gtkApp appID: String, id: String, _ notification: VariantDictionary) throws -> NotificationBook.Posting {
+        let values = notification.dictionary
+        let urgency: TodayNotification.Urgency =
+            switch values["priority"]?.string {
+            case "low": .low
+            case "urgent": .critical
+            default: .normal
+            }
+        var actions: [TodayNotification.Action] = []
+        if case .array(_, let buttons)? = values["buttons"] {
+            for button in buttons {
+                let entries = VariantDictionary(button)?.dictionary ?? [:]
+                guard let label = entries["label"]?.string, let action = entries["action"]?.string else { continue }
+                var key = action
+                var n = 2
+                while actions.contains(where: { $0.key == key }) {
+                    key = "\(action)#\(n)"
+                    n += 1
+                }
+                actions.append(.init(key: key, label: label, gtkAction: action, gtkTarget: entries["target"]))
+            }
+        }
+        let name = appID.split(separator: ".").last.map(String.init) ?? appID
+        var posted = TodayNotification(
+            id: 0, appID: appID, appName: name, summary: cut(values["title"]?.string ?? "", to: longestSummary),
+            body: cut(values["body"]?.string ?? "", to: longestBody), actions: actions, urgency: urgency,
+            category: values["category"]?.string ?? "", time: Date(), source: .gtk)
+        posted.gtkID = id
+        posted.gtkDefaultAction = values["default-action"]?.string
+        posted.gtkDefaultTarget = values["default-action-target"]
+        // A serialized GIcon: ('themed', <['name', …]>) or ('file', <'path'>).
+        if case .structure(let icon)? = values["icon"], icon.count == 2, let kind = icon[0].string {
+            switch (kind, icon[1].unwrapped) {
+            case ("themed", .array(.string, let names)): posted.appIcon = names.first?.string ?? ""
+            case ("file", .string(let path)): posted.imagePath = NotificationImages.path(path)
+            default: break
+            }
+        }
+        // GNotification has no expiry: it stays until removed or acted on.
+        return NotificationBook.Posting(notification: posted, replaces: 0, expireTimeout: 0)
+    }
+}

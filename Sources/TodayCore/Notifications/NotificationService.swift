@@ -1,0 +1,263 @@
+import DBus
+import FoundationEssentials
+import PropertyList
+import Synchronization
+import TodayProtocol
+
+/// The notification server (SPEC section 14): org.freedesktop.Notifications
+/// and org.gtk.Notifications on their objects, todayd's own Notifications
+/// interface on the manager object, the list (`NotificationBook`) and its
+/// store. Owns its state; the names are asked for by the daemon.
+final class NotificationService: Sendable {
+    let connection: Connection
+    let identities: Identities
+    let urls: URLService
+    let log: Logger
+    let store: NotificationStore
+    let now: @Sendable () -> Date
+    private let book: Mutex<NotificationBook>
+    /// The expiry under way: when it fires, and its task.
+    private let expiry = Mutex<(at: Date, task: Task<Void, Never>)?>(nil)
+    let freedesktop: ExportedInterface
+    let gtk: ExportedInterface
+    /// The Notifications interface of the manager object.
+    let center: ExportedInterface
+
+    /// Longest kept summary and body, in UTF-8 bytes; longer is cut with `…`.
+    static let longestSummary = 1024
+    static let longestBody = 65_536
+
+    init(connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, now: (@Sendable () -> Date)?) {
+        self.connection = connection
+        self.identities = identities
+        self.urls = urls
+        self.log = log
+        self.now = now ?? { Date() }
+        store = NotificationStore(directories: directories, log: log)
+        let (lastID, kept) = store.load()
+        let book = NotificationBook(lastID: lastID, kept: kept)
+        self.book = Mutex(book)
+        let late = Late<NotificationService>()
+        freedesktop = Self.freedesktopObject(late)
+        gtk = Self.gtkObject(late)
+        center = Self.centerObject(late, count: UInt32(book.count), unseen: UInt32(book.unseen.count))
+        late.set(self)
+    }
+
+    /// Exports the two servers' objects, closes what expired while todayd
+    /// was down and starts the expiry.
+    func start() {
+        connection.objects.export(Notifications.freedesktopPath, [freedesktop])
+        connection.objects.export(Notifications.gtkPath, [gtk])
+        let effects = book.withLock { $0.catchUp(at: now()) }
+        carryOut(effects)
+        scheduleExpiry()
+    }
+
+    /// Flushes the store.
+    func stop() {
+        expiry.withLock { $0?.task.cancel() }
+        store.flush()
+    }
+
+    /// A connection left the bus: its inhibitions end.
+    func left(_ uniqueName: String) {
+        let effects = book.withLock { $0.left(uniqueName) }
+        if !effects.isEmpty { carryOut(effects) }
+    }
+
+    // MARK: Posting
+
+    /// Posts `posting` and carries out what follows; the store has it
+    /// before this returns.
+    func post(_ posting: NotificationBook.Posting) throws -> UInt32 {
+        let at = now()
+        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], lastID: UInt32), NotificationBook.Refusal> = book.withLock { book in
+            let before = book.lastID
+            do throws(NotificationBook.Refusal) {
+                let (id, effects) = try book.post(posting, at: at)
+                return .success((id, effects, book.lastID == before ? 0 : book.lastID))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .failure(.tooMany(let app)):
+            throw DBusError(
+                .limitsExceeded, "'\(app)' sent more than \(NotificationBook().ratePerSecond) notifications in a second; send fewer (replace one with replaces_id)")
+        case .failure(let refusal):
+            throw DBusError.failed("\(refusal)")
+        case .success(let (id, effects, lastID)):
+            if lastID != 0 {
+                do {
+                    try store.saveLastID(lastID)
+                } catch {
+                    log.warning("cannot keep the last notification id: \(error)")
+                }
+            }
+            carryOut(effects)
+            scheduleExpiry()
+            return id
+        }
+    }
+
+    /// Cuts `text` to `limit` UTF-8 bytes, on a character, with `…`.
+    static func cut(_ text: String, to limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var result = ""
+        var bytes = 0
+        for character in text {
+            let size = character.utf8.count
+            guard bytes + size <= limit - 3 else { break }
+            result.append(character)
+            bytes += size
+        }
+        return result + "…"
+    }
+
+    /// Who the caller is, for the list's grouping (SPEC section 14): a
+    /// Flatpak sender's app id, else the bundle of a provider or a
+    /// registered app; nil where it is none of those.
+    func callerApp(_ call: MethodCall) async -> String? {
+        (try? await identities.caller(of: call))?.bundleID
+    }
+
+    // MARK: Carrying effects out
+
+    /// Does what the book said, in order.
+    func carryOut(_ effects: [NotificationBook.Effect]) {
+        typealias F = Notifications.Freedesktop
+        for effect in effects {
+            switch effect {
+            case .closed(let id, let reason):
+                try? freedesktop.emit(F.notificationClosed, [.uint32(id), .uint32(reason.rawValue)])
+            case .store(let id):
+                guard let notification = book.withLock({ $0.byID[id] }) else { continue }
+                do {
+                    try store.save(notification)
+                } catch {
+                    log.warning("notification \(id): cannot keep it: \(error)")
+                }
+            case .forget(let id):
+                store.forget(id)
+            case .listChanged(let changed, let removed):
+                let (count, unseen) = book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) }
+                center.set([(Notifications.Center.count.name, .uint32(count)), (Notifications.Center.unseen.name, .uint32(unseen))])
+                try? center.emit(
+                    Notifications.Center.notificationsChanged,
+                    [.array(.uint32, changed.map { .uint32($0) }), .array(.uint32, removed.map { .uint32($0) })])
+            case .invoked(let id, let key, let token):
+                if let token { try? freedesktop.emit(F.activationToken, [.uint32(id), .string(token)]) }
+                try? freedesktop.emit(F.actionInvoked, [.uint32(id), .string(key)])
+            case .replied(let id, let text):
+                try? freedesktop.emit(F.notificationReplied, [.uint32(id), .string(text)])
+            case .activateAction(let appID, let name, let target):
+                activate(appID, action: name, target: target)
+            case .activateApp(let appID):
+                activate(appID, action: nil, target: nil)
+            case .inhibited(let on):
+                freedesktop.set(F.inhibited.name, .boolean(on))
+            }
+        }
+    }
+
+    /// org.freedesktop.Application on the app `appID`: ActivateAction of an
+    /// `app.NAME` action, or Activate; the bus starts the app where it is
+    /// D-Bus activatable and not running. In the background: nobody waits.
+    private func activate(_ appID: String, action: String?, target: Value?) {
+        guard let name = BusName(rawValue: appID), let path = Today.applicationPath(appID) else {
+            log.warning("notification of '\(appID)': not a D-Bus name; its action reaches no app")
+            return
+        }
+        let platformData = VariantDictionary([])
+        let connection = connection
+        let log = log
+        Task {
+            do {
+                if let action {
+                    let bare = action.hasPrefix("app.") ? String(action.dropFirst(4)) : action
+                    try await connection.call(
+                        name, path: path, interface: Today.application.name, Today.Application.activateAction, bare,
+                        VariantArray(target.map { [$0] } ?? []), platformData, timeout: .seconds(25))
+                } else {
+                    try await connection.call(
+                        name, path: path, interface: Today.application.name, Today.Application.activate, platformData, timeout: .seconds(25))
+                }
+            } catch {
+                log.warning("notification of '\(appID)': \(action.map { "ActivateAction(\($0))" } ?? "Activate") failed: \(error)")
+            }
+        }
+    }
+
+    // MARK: Expiry
+
+    /// Arms the expiry for the next notification due, where that comes
+    /// before the one armed.
+    func scheduleExpiry() {
+        guard let due = book.withLock({ $0.nextExpiry }) else { return }
+        expiry.withLock { current in
+            if let current, current.at <= due { return }
+            current?.task.cancel()
+            let wait = max(0, due.timeIntervalSince(now()))
+            let task = Task { [weak self] in
+                try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
+                guard !Task.isCancelled, let self else { return }
+                self.expiry.withLock { $0 = nil }
+                let effects = self.book.withLock { $0.expire(at: self.now()) }
+                self.carryOut(effects)
+                self.scheduleExpiry()
+            }
+            current = (due, task)
+        }
+    }
+
+    // MARK: Reading
+
+    var list: [TodayNotification] { book.withLock { $0.list } }
+
+    func notification(_ id: UInt32) throws -> TodayNotification {
+        guard let notification = book.withLock({ $0.order.contains(id) ? $0.byID[id] : nil }) else {
+            throw TodayError.noSuchNotification(id)
+        }
+        return notification
+    }
+
+    /// Runs `change` on the book and carries out its effects; a refusal
+    /// becomes the D-Bus error a caller reads.
+    func change(_ change: (inout NotificationBook) throws(NotificationBook.Refusal) -> [NotificationBook.Effect]) throws {
+        let result: Result<[NotificationBook.Effect], NotificationBook.Refusal> = book.withLock { book in
+            do throws(NotificationBook.Refusal) {
+                return .success(try change(&book))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let effects): carryOut(effects)
+        case .failure(.noSuchNotification(let id)): throw TodayError.noSuchNotification(id)
+        case .failure(.noSuchAction(let id, let key)): throw TodayError.noSuchNotificationAction(id, key)
+        case .failure(.tooMany(let app)): throw DBusError(.limitsExceeded, "'\(app)' sent too many notifications")
+        }
+    }
+
+    var isInhibited: Bool { book.withLock { $0.isInhibited } }
+    var counts: (count: UInt32, unseen: UInt32) { book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) } }
+}
+
+/// A reference to an object made after the closures that need it: set
+/// once, weak, so that the closures keep nothing alive.
+final class Late<Object: AnyObject & Sendable>: Sendable {
+    private struct Weak: @unchecked Sendable {
+        // @unchecked: the reference is only read and written under the mutex.
+        weak var object: Object?
+    }
+    private let reference = Mutex(Weak())
+
+    func set(_ object: Object) { reference.withLock { $0.object = object } }
+
+    /// The object, or the error a caller gets once it is gone.
+    func get() throws -> Object {
+        guard let object = reference.withLock({ $0.object }) else { throw DBusError.failed("todayd is shutting down") }
+        return object
+    }
+}

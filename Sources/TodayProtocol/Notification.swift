@@ -1,0 +1,213 @@
+import DBus
+import FoundationEssentials
+import PropertyList
+
+/// One notification of the notification center (SPEC section 14), as every
+/// part of todayd, the view, the banners and todayctl read it: the one
+/// model, with its dictionary (`ListNotifications`, `GetNotification`) and
+/// its stored form written and read here only.
+public struct TodayNotification: Sendable, Equatable {
+    public enum Urgency: UInt8, Sendable, Comparable {
+        case low = 0, normal = 1, critical = 2
+        public static func < (a: Urgency, b: Urgency) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// Which interface it came through.
+    public enum Source: String, Sendable {
+        case freedesktop, gtk, todaykit
+    }
+
+    /// A button: what is sent back (`ActionInvoked`'s key) and what it says.
+    public struct Action: Sendable, Equatable {
+        public var key: String
+        public var label: String
+        /// For a GNotification button: the `app.NAME` action and its target.
+        public var gtkAction: String?
+        public var gtkTarget: Value?
+
+        public init(key: String, label: String, gtkAction: String? = nil, gtkTarget: Value? = nil) {
+            self.key = key
+            self.label = label
+            self.gtkAction = gtkAction
+            self.gtkTarget = gtkTarget
+        }
+    }
+
+    /// Pixels as `image-data` carries them (`(iiibiiay)`), already checked.
+    public struct Image: Sendable, Equatable {
+        public var width: Int32
+        public var height: Int32
+        public var rowstride: Int32
+        public var hasAlpha: Bool
+        public var bitsPerSample: Int32
+        public var channels: Int32
+        public var data: Data
+
+        public init(width: Int32, height: Int32, rowstride: Int32, hasAlpha: Bool, bitsPerSample: Int32, channels: Int32, data: Data) {
+            self.width = width
+            self.height = height
+            self.rowstride = rowstride
+            self.hasAlpha = hasAlpha
+            self.bitsPerSample = bitsPerSample
+            self.channels = channels
+            self.data = data
+        }
+
+        public var value: Value {
+            .structure([
+                .int32(width), .int32(height), .int32(rowstride), .boolean(hasAlpha), .int32(bitsPerSample), .int32(channels), .bytes(data),
+            ])
+        }
+    }
+
+    public var id: UInt32
+    /// What the list groups by (SPEC section 14: the Flatpak app, the
+    /// bundle, the `desktop-entry` hint, else `app_name`).
+    public var appID: String
+    public var appName: String
+    public var appIcon: String
+    public var summary: String
+    public var body: String
+    public var actions: [Action]
+    public var urgency: Urgency
+    public var category: String
+    /// When it arrived (or was last replaced).
+    public var time: Date
+    /// Open: not expired nor closed; a closed one can stay in the list.
+    public var isOpen: Bool
+    public var image: Image?
+    public var imagePath: String?
+    /// A progress bar, 0 to 100.
+    public var value: Int32?
+    /// Stays open after an action.
+    public var resident: Bool
+    /// Never enters the list.
+    public var transient: Bool
+    public var source: Source
+    /// The rest of the hints, as sent (an `a{sv}`).
+    public var hints: VariantDictionary
+    /// When it closes by itself (reason 1); nil: never.
+    public var expires: Date?
+    /// `x-canonical-private-synchronous` / `x-dunst-stack-tag`.
+    public var stackTag: String?
+    /// For a GNotification: its id within its app, and the default action.
+    public var gtkID: String?
+    public var gtkDefaultAction: String?
+    public var gtkDefaultTarget: Value?
+    /// The `desktop-entry` hint.
+    public var desktopEntry: String?
+
+    public init(
+        id: UInt32, appID: String, appName: String, summary: String, body: String = "", appIcon: String = "", actions: [Action] = [],
+        urgency: Urgency = .normal, category: String = "", time: Date, source: Source = .freedesktop
+    ) {
+        self.id = id
+        self.appID = appID
+        self.appName = appName
+        self.appIcon = appIcon
+        self.summary = summary
+        self.body = body
+        self.actions = actions
+        self.urgency = urgency
+        self.category = category
+        self.time = time
+        isOpen = true
+        resident = false
+        transient = false
+        self.source = source
+        hints = VariantDictionary([])
+    }
+
+    /// The notification as `ListNotifications` and `GetNotification` give it.
+    public var dictionary: [(String, Value)] {
+        var entries: [(String, Value)] = [
+            ("id", .uint32(id)), ("app-id", .string(appID)), ("app-name", .string(appName)), ("app-icon", .string(appIcon)),
+            ("summary", .string(summary)), ("body", .string(body)),
+            ("actions", .array(.structure([.string, .string]), actions.map { .structure([.string($0.key), .string($0.label)]) })),
+            ("urgency", .byte(urgency.rawValue)), ("category", .string(category)),
+            ("time", .uint64(ValueMapping.microseconds(time))), ("open", .boolean(isOpen)), ("resident", .boolean(resident)),
+            ("source", .string(source.rawValue)), ("hints", hints.value),
+        ]
+        if let image { entries.append(("image-data", image.value)) }
+        if let imagePath { entries.append(("image-path", .string(imagePath))) }
+        if let value { entries.append(("value", .int32(value))) }
+        return entries
+    }
+
+    // MARK: The stored form
+
+    /// The notification as the store keeps it: a property list.
+    public var stored: PlistDictionary {
+        var d: PlistDictionary = [
+            "id": .unsigned(UInt64(id)), "app-id": .string(appID), "app-name": .string(appName), "app-icon": .string(appIcon),
+            "summary": .string(summary), "body": .string(body), "urgency": .integer(Int64(urgency.rawValue)),
+            "category": .string(category), "time": .unsigned(ValueMapping.microseconds(time)), "open": .boolean(isOpen),
+            "resident": .boolean(resident), "source": .string(source.rawValue),
+        ]
+        // D-Bus values as they came, type and all.
+        if !hints.entries.isEmpty, let bytes = try? hints.value.wireBytes() { d["hints"] = .data(bytes) }
+        d["actions"] = .array(
+            actions.map { action in
+                var entry: PlistDictionary = ["key": .string(action.key), "label": .string(action.label)]
+                if let name = action.gtkAction { entry["gtk-action"] = .string(name) }
+                if let target = action.gtkTarget, let bytes = try? target.wireBytes() { entry["gtk-target"] = .data(bytes) }
+                return .dictionary(entry)
+            })
+        if let image {
+            d["image"] = .dictionary([
+                "width": .integer(Int64(image.width)), "height": .integer(Int64(image.height)), "rowstride": .integer(Int64(image.rowstride)),
+                "alpha": .boolean(image.hasAlpha), "bits": .integer(Int64(image.bitsPerSample)), "channels": .integer(Int64(image.channels)),
+                "data": .data(image.data),
+            ])
+        }
+        if let imagePath { d["image-path"] = .string(imagePath) }
+        if let value { d["value"] = .integer(Int64(value)) }
+        if let expires { d["expires"] = .unsigned(ValueMapping.microseconds(expires)) }
+        if let stackTag { d["stack-tag"] = .string(stackTag) }
+        if let gtkID { d["gtk-id"] = .string(gtkID) }
+        if let gtkDefaultAction { d["gtk-default-action"] = .string(gtkDefaultAction) }
+        if let target = gtkDefaultTarget, let bytes = try? target.wireBytes() { d["gtk-default-target"] = .data(bytes) }
+        if let desktopEntry { d["desktop-entry"] = .string(desktopEntry) }
+        return d
+    }
+
+    /// A notification the store kept, or nil where the file is not one.
+    public init?(stored d: PlistDictionary) {
+        func date(_ key: String) -> Date? {
+            guard let micros = d[key]?.uint64 else { return nil }
+            return Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+        }
+        guard let raw = d["id"]?.uint64, let id = UInt32(exactly: raw), id != 0, let appID = d["app-id"]?.string,
+            let summary = d["summary"]?.string, let time = date("time")
+        else { return nil }
+        self.init(id: id, appID: appID, appName: d["app-name"]?.string ?? appID, summary: summary, time: time)
+        appIcon = d["app-icon"]?.string ?? ""
+        body = d["body"]?.string ?? ""
+        urgency = d["urgency"]?.int64.flatMap { UInt8(exactly: $0) }.flatMap(Urgency.init(rawValue:)) ?? .normal
+        category = d["category"]?.string ?? ""
+        isOpen = d["open"]?.bool ?? false
+        resident = d["resident"]?.bool ?? false
+        source = d["source"]?.string.flatMap(Source.init(rawValue:)) ?? .freedesktop
+        hints = d["hints"]?.data.flatMap { try? Value(wireBytes: $0) }.flatMap(VariantDictionary.init) ?? VariantDictionary([])
+        actions = (d["actions"]?.array ?? []).compactMap { value in
+            guard let entry = value.dictionary, let key = entry["key"]?.string else { return nil }
+            return Action(
+                key: key, label: entry["label"]?.string ?? key, gtkAction: entry["gtk-action"]?.string,
+                gtkTarget: entry["gtk-target"]?.data.flatMap { try? Value(wireBytes: $0) })
+        }
+        if let image = d["image"]?.dictionary, let data = image["data"]?.data {
+            func number(_ key: String) -> Int32 { image[key]?.int64.flatMap { Int32(exactly: $0) } ?? 0 }
+            self.image = Image(
+                width: number("width"), height: number("height"), rowstride: number("rowstride"), hasAlpha: image["alpha"]?.bool ?? false,
+                bitsPerSample: number("bits"), channels: number("channels"), data: data)
+        }
+        imagePath = d["image-path"]?.string
+        value = d["value"]?.int64.flatMap { Int32(exactly: $0) }
+        expires = date("expires")
+        stackTag = d["stack-tag"]?.string
+        gtkID = d["gtk-id"]?.string
+        gtkDefaultAction = d["gtk-default-action"]?.string
+        gtkDefaultTarget = d["gtk-default-target"]?.data.flatMap { try? Value(wireBytes: $0) }
+        desktopEntry = d["desktop-entry"]?.string
+    }
+}

@@ -1,0 +1,102 @@
+import DBus
+
+/// The notification interfaces of SPEC section 14, declared once: the
+/// Desktop Notifications Specification's, GLib's GNotification server's,
+/// and todayd's own for the view, banners, bars and todayctl.
+public enum Notifications {
+    public static let freedesktopName = BusName("org.freedesktop.Notifications")
+    public static let freedesktopPath = ObjectPath("/org/freedesktop/Notifications")
+    public static let gtkName = BusName("org.gtk.Notifications")
+    public static let gtkPath = ObjectPath("/org/gtk/Notifications")
+
+    public static let interfaces = [freedesktop, gtk, today]
+
+    public static let freedesktop = Interface(
+        InterfaceName("org.freedesktop.Notifications"),
+        methods: [
+            Freedesktop.notify, Freedesktop.closeNotification, Freedesktop.getCapabilities, Freedesktop.getServerInformation,
+            Freedesktop.inhibit, Freedesktop.unInhibit,
+        ],
+        properties: [Freedesktop.inhibited],
+        signals: [Freedesktop.notificationClosed, Freedesktop.actionInvoked, Freedesktop.activationToken, Freedesktop.notificationReplied],
+        doc: "org.freedesktop.Notifications: the Desktop Notifications Specification 1.2, with Plasma's inhibitions and inline replies.")
+
+    /// The members of `freedesktop`.
+    public enum Freedesktop {
+        public static let notify = MethodDeclaration(
+            MemberName("Notify"),
+            in: ("app_name", String.self), ("replaces_id", UInt32.self), ("app_icon", String.self), ("summary", String.self),
+            ("body", String.self), ("actions", [String].self), ("hints", VariantDictionary.self), ("expire_timeout", Int32.self),
+            out: [Argument("id", "u")],
+            doc: "A new notification, or one replacing replaces_id in place; its id, never 0 and never given twice.")
+        public static let closeNotification = MethodDeclaration(
+            MemberName("CloseNotification"), in: ("id", UInt32.self), doc: "The sender recalls it: closed (reason 3) and removed from the list.")
+        public static let getCapabilities = MethodDeclaration(MemberName("GetCapabilities"), out: [Argument("capabilities", "as")])
+        public static let getServerInformation = MethodDeclaration(
+            MemberName("GetServerInformation"),
+            out: [Argument("name", "s"), Argument("vendor", "s"), Argument("version", "s"), Argument("spec_version", "s")])
+        public static let inhibit = MethodDeclaration(
+            MemberName("Inhibit"), in: ("desktop_entry", String.self), ("reason", String.self), ("hints", VariantDictionary.self),
+            out: [Argument("cookie", "u")],
+            doc: "Banners stay hidden (critical ones still show) until UnInhibit or until the caller's connection closes.")
+        public static let unInhibit = MethodDeclaration(MemberName("UnInhibit"), in: ("cookie", UInt32.self))
+        public static let inhibited = Property("Inhibited", "b")
+
+        public static let notificationClosed = Signal(
+            MemberName("NotificationClosed"), [Argument("id", "u"), Argument("reason", "u")],
+            doc: "1 expired, 2 dismissed by the user, 3 CloseNotification, 4 other; exactly once per notification.")
+        public static let actionInvoked = Signal(MemberName("ActionInvoked"), [Argument("id", "u"), Argument("action_key", "s")])
+        public static let activationToken = Signal(MemberName("ActivationToken"), [Argument("id", "u"), Argument("activation_token", "s")])
+        public static let notificationReplied = Signal(MemberName("NotificationReplied"), [Argument("id", "u"), Argument("text", "s")])
+
+        public static let capabilities = [
+            "actions", "action-icons", "body", "body-hyperlinks", "body-markup", "icon-static", "persistence", "inline-reply", "inhibitions",
+            "x-canonical-private-synchronous",
+        ]
+    }
+
+    public static let gtk = Interface(
+        InterfaceName("org.gtk.Notifications"),
+        methods: [Gtk.addNotification, Gtk.removeNotification],
+        doc: "org.gtk.Notifications: what GLib's GNotification uses when this name has an owner.")
+
+    /// The members of `gtk`.
+    public enum Gtk {
+        public static let addNotification = MethodDeclaration(
+            MemberName("AddNotification"), in: ("app_id", String.self), ("id", String.self), ("notification", VariantDictionary.self))
+        public static let removeNotification = MethodDeclaration(
+            MemberName("RemoveNotification"), in: ("app_id", String.self), ("id", String.self))
+    }
+
+    public static let today = Interface(
+        InterfaceName("io.github.todayd.Today1.Notifications"),
+        methods: [
+            Center.listNotifications, Center.getNotification, Center.dismiss, Center.dismissAll, Center.invokeAction, Center.reply, Center.markSeen,
+        ],
+        properties: [Center.count, Center.unseen],
+        signals: [Center.notificationsChanged],
+        doc: "io.github.todayd.Today1.Notifications: the notification center, for the view, banners, bars and todayctl.")
+
+    /// The members of `today`.
+    public enum Center {
+        public static let listNotifications = MethodDeclaration(
+            MemberName("ListNotifications"), out: [Argument("notifications", "aa{sv}")], doc: "The list, newest first.")
+        public static let getNotification = MethodDeclaration(
+            MemberName("GetNotification"), in: ("id", UInt32.self), out: [Argument("notification", "a{sv}")],
+            doc: "Error.NoSuchNotification where not in the list.")
+        public static let dismiss = MethodDeclaration(MemberName("Dismiss"), in: ("id", UInt32.self), doc: "As the user's dismissal (reason 2).")
+        public static let dismissAll = MethodDeclaration(
+            MemberName("DismissAll"), in: ("app_id", String.self), doc: "Every notification of that app; \"\": all.")
+        public static let invokeAction = MethodDeclaration(
+            MemberName("InvokeAction"), in: ("id", UInt32.self), ("action_key", String.self), ("platform_data", VariantDictionary.self),
+            doc: "As a click on that action; activation-token in platform_data is passed on.")
+        public static let reply = MethodDeclaration(MemberName("Reply"), in: ("id", UInt32.self), ("text", String.self), doc: "An inline reply.")
+        public static let markSeen = MethodDeclaration(MemberName("MarkSeen"), doc: "The user has seen the list: Unseen becomes 0.")
+
+        public static let count = Property("Count", "u", doc: "Notifications in the list.")
+        public static let unseen = Property("Unseen", "u", doc: "Added since the last MarkSeen.")
+
+        public static let notificationsChanged = Signal(
+            MemberName("NotificationsChanged"), [Argument("changed", "au"), Argument("removed", "au")], doc: "After every change.")
+    }
+}
