@@ -12,6 +12,8 @@ extension Value {
         let message = try MessageHandle.signal(
             path: ObjectPath("/io/github/todayd/Value"), interface: InterfaceName("io.github.todayd.Value"), member: MemberName("V"))
         try message.append([self])
+        // A message read back must have a serial.
+        dbus_message_set_serial(message.pointer, 1)
         var bytes: UnsafeMutablePointer<CChar>?
         var count: Int32 = 0
         guard dbus_message_marshal(message.pointer, &bytes, &count) != 0, let bytes else {

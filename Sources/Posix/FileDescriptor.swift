@@ -129,6 +129,13 @@ public final class FileDescriptor: Sendable {
         _ = try retryingInterrupts(.fcntl) { fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
     }
 
+    /// Sets the file status flags to `flags`, the others cleared (for a
+    /// fresh pipe, which has no other to keep: one call, not two).
+    /// The corresponding C function is `fcntl` (F_SETFL).
+    public func replaceStatusFlags(_ flags: Int32) throws(Errno) {
+        _ = try retryingInterrupts(.fcntl) { fcntl(rawValue, F_SETFL, flags) }
+    }
+
     /// Renames `name` to `newName`, both in this open folder.
     /// The corresponding C function is `renameat`.
     public func rename(_ name: String, to newName: String) throws(Errno) {

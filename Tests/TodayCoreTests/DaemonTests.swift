@@ -218,7 +218,9 @@ import TodayProtocol
             "/io/github/todayd/Today1/widgets/com_2ee_2dlegion_2eTraffic_2eWidget",
             "/io/github/todayd/Today1/widgets/org_2eexample_2eTram_2eDepartures",
             "/io/github/todayd/Today1/widgets/tech_2eagostini_2eapp_2eLatestPost",
-        ])
+            // The notification server's objects (SPEC section 14), on the same connection.
+            "/org", "/org/freedesktop", "/org/freedesktop/Notifications", "/org/gtk", "/org/gtk/Notifications",
+        ].sorted())
         let widget = try await run([
             "busctl", "--address=\(daemon.address)", "introspect", Today.busName.rawValue,
             Today.widgetPath("tech.agostini.app.LatestPost").rawValue, Today.widget.name.rawValue,

@@ -30,16 +30,24 @@ public final class Identities: Sendable {
     }
 
     /// The gate for every call: callers of another user are refused.
-    public func gate(on connection: Connection) -> ObjectServer.Gate {
+    /// `fireAndForget`: objects whose callers may leave before they can be
+    /// asked who they are (a GApplication sends its notification and
+    /// exits): a call from a connection that has already left the bus is
+    /// taken there, as the bus admitted it; one whose user is known to be
+    /// another is refused as everywhere.
+    public func gate(on connection: Connection, fireAndForget: Set<ObjectPath> = []) -> ObjectServer.Gate {
         { [self] message in
             guard let sender = message.sender else { return .allow }
             if let known = table.withLock({ $0.credentials[sender] }) {
                 return known.userID == userID ? .allow : .deny(Self.foreignUser)
             }
+            let lenient = message.path.map(fireAndForget.contains) ?? false
             return .ask { [self] in
                 do {
                     let credentials = try await self.credentials(of: sender, on: connection)
                     return credentials.userID == userID ? nil : Self.foreignUser
+                } catch let error as DBusError where lenient && error.name == .nameHasNoOwner {
+                    return nil
                 } catch {
                     return DBusError(.accessDenied, "cannot tell who is calling: \(error)")
                 }

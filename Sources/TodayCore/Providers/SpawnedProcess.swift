@@ -141,7 +141,7 @@ struct SpawnedProcess {
         let exit = Processes.exitDescriptor(pid)
         // Our ends of fresh pipes have no other status flag to keep; a
         // pipe that cannot be made non-blocking is read when poll says so.
-        for end in [stdin, stdout, stderr] { try? end?.setNonBlocking() }
+        for end in [stdin, stdout, stderr] { try? end?.replaceStatusFlags(O_NONBLOCK) }
         // Not zeroed: read() fills what is used of it.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
         defer { buffer.deallocate() }
@@ -206,27 +206,31 @@ struct SpawnedProcess {
             return read
         }
 
+        // Reused at every turn: a run polls without allocating.
+        var polls: [pollfd] = []
+        polls.reserveCapacity(4)
         while !exited {
-            var entries: [Poll.Entry] = []
+            polls.removeAll(keepingCapacity: true)
             // Nothing to do before the process ends, writes or reaches a
             // deadline: the time limit, or the grace after SIGTERM.
             var deadline = killAt ?? (start + limits.timeout)
             if exit != nil, stdin == nil, reason == nil, ContinuousClock.now < quietUntil {
                 deadline = min(deadline, quietUntil)
             } else {
-                if let stdin { entries.append(Poll.Entry(stdin, events: Int16(POLLOUT))) }
-                if let stdout { entries.append(Poll.Entry(stdout)) }
-                if let stderr { entries.append(Poll.Entry(stderr)) }
+                if let stdin { polls.append(pollfd(fd: stdin.rawValue, events: Int16(POLLOUT), revents: 0)) }
+                if let stdout { polls.append(pollfd(fd: stdout.rawValue, events: Int16(POLLIN), revents: 0)) }
+                if let stderr { polls.append(pollfd(fd: stderr.rawValue, events: Int16(POLLIN), revents: 0)) }
             }
-            if let exit { entries.append(Poll.Entry(exit)) }
+            if let exit { polls.append(pollfd(fd: exit.rawValue, events: Int16(POLLIN), revents: 0)) }
             let wait = exit != nil ? deadline.pollTimeout : 20
-            let ready = (try? Poll.wait(entries, timeout: wait)) ?? Array(repeating: 0, count: entries.count)
-            for (entry, events) in zip(entries, ready) where events != 0 && entry.descriptor !== exit {
-                if entry.descriptor === stdin {
+            // The descriptors polled are this run's own, open until it ends.
+            if (try? Poll.wait(&polls, timeout: wait)) == nil { for index in polls.indices { polls[index].revents = 0 } }
+            for entry in polls where entry.revents != 0 && entry.fd != exit?.rawValue {
+                if let input = stdin, entry.fd == input.rawValue {
                     feedInput()
-                } else if entry.descriptor === stdout {
-                    if take(entry.descriptor, isOutput: true) == .ended { stdout = nil }
-                } else if take(entry.descriptor, isOutput: false) == .ended {
+                } else if let output = stdout, entry.fd == output.rawValue {
+                    if take(output, isOutput: true) == .ended { stdout = nil }
+                } else if let error = stderr, entry.fd == error.rawValue, take(error, isOutput: false) == .ended {
                     stderr = nil
                 }
             }

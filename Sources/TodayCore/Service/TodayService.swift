@@ -47,7 +47,8 @@ public final class TodayService: Sendable {
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,
             log: log, notificationServer: serveNotifications ? "queued" : "off")
-        connection.objects.setGate(identities.gate(on: connection))
+        connection.objects.setGate(
+            identities.gate(on: connection, fireAndForget: serveNotifications ? [Notifications.freedesktopPath, Notifications.gtkPath] : []))
         connection.objects.addObjectManager(at: Today.managerPath)
         connection.objects.export(Today.managerPath, [center] + (notifications.map { [$0.center] } ?? []))
     }

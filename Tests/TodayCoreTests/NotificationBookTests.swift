@@ -1,0 +1,211 @@
+import DBus
+import Foundation
+import Testing
+@testable import TodayCore
+import TodayProtocol
+
+/// The notification list as value code (SPEC section 14), driven without a
+/// bus or a clock: ids, replacement, expiry, the closing reasons, actions,
+/// inhibitions, limits.
+@Suite struct NotificationBookTests {
+    static let start = Date(timeIntervalSince1970: 1_796_119_200)
+
+    static func posting(
+        _ summary: String, app: String = "mail", urgency: TodayNotification.Urgency = .normal, replaces: UInt32 = 0, timeout: Int32 = -1,
+        actions: [TodayNotification.Action] = [], configure: (inout TodayNotification) -> Void = { _ in }
+    ) -> NotificationBook.Posting {
+        var notification = TodayNotification(id: 0, appID: app, appName: app, summary: summary, actions: actions, urgency: urgency, time: start)
+        configure(&notification)
+        return NotificationBook.Posting(notification: notification, replaces: replaces, expireTimeout: timeout)
+    }
+
+    /// Every NotificationClosed in `effects`.
+    static func closed(_ effects: [NotificationBook.Effect]) -> [String] {
+        effects.compactMap { if case .closed(let id, let reason) = $0 { "\(id):\(reason.rawValue)" } else { nil } }
+    }
+
+    @Test func idsAreNeverZeroNorGivenTwiceAcrossRestarts() throws {
+        var book = NotificationBook()
+        let first = try book.post(Self.posting("a"), at: Self.start).id
+        let second = try book.post(Self.posting("b"), at: Self.start).id
+        #expect(first == 1 && second == 2)
+        _ = try book.dismiss(second)
+        // After a restart, from what the store kept: the last id and the list.
+        var again = NotificationBook(lastID: book.lastID, kept: book.list)
+        #expect(try again.post(Self.posting("c"), at: Self.start).id == 3, "the dismissed 2 is not given again")
+        // A list kept with ids past the last id the store wrote still counts.
+        var kept = NotificationBook(lastID: 0, kept: book.list)
+        #expect(try kept.post(Self.posting("d"), at: Self.start).id == 2)
+        // Wrapping past UInt32.max skips 0 and ids in the list.
+        var full = NotificationBook(lastID: .max - 1, kept: [])
+        #expect(try full.post(Self.posting("e"), at: Self.start).id == .max)
+        #expect(try full.post(Self.posting("f"), at: Self.start).id == 1)
+    }
+
+    @Test func replacingKeepsTheIdMovesToTheTopAndClosesNothing() throws {
+        var book = NotificationBook()
+        let id = try book.post(Self.posting("downloading"), at: Self.start).id
+        _ = try book.post(Self.posting("other"), at: Self.start)
+        let later = Self.start.addingTimeInterval(3)
+        let (same, effects) = try book.post(Self.posting("done", replaces: id), at: later)
+        #expect(same == id)
+        #expect(Self.closed(effects).isEmpty)
+        #expect(book.list.map(\.summary) == ["done", "other"])
+        #expect(book.list.first?.time == later)
+        // An id todayd never gave is 0.
+        #expect(try book.post(Self.posting("new", replaces: 999), at: later).id == 3)
+        // A stack tag replaces the same app's notification with that tag.
+        let tagged = try book.post(Self.posting("volume 10") { $0.stackTag = "volume" }, at: later).id
+        #expect(try book.post(Self.posting("volume 20") { $0.stackTag = "volume" }, at: later).id == tagged)
+        #expect(try book.post(Self.posting("volume 30", app: "other") { $0.stackTag = "volume" }, at: later).id != tagged)
+        // A GNotification id replaces within its app.
+        let gtk = try book.post(Self.posting("g1") { $0.source = .gtk; $0.gtkID = "x" }, at: later).id
+        #expect(try book.post(Self.posting("g2") { $0.source = .gtk; $0.gtkID = "x" }, at: later).id == gtk)
+    }
+
+    @Test func expiryByUrgencyClosesOnceAndKeepsItInTheList() throws {
+        var book = NotificationBook()
+        let low = try book.post(Self.posting("low", urgency: .low), at: Self.start).id
+        let normal = try book.post(Self.posting("normal"), at: Self.start).id
+        let critical = try book.post(Self.posting("critical", urgency: .critical), at: Self.start).id
+        let never = try book.post(Self.posting("never", timeout: 0), at: Self.start).id
+        let asked = try book.post(Self.posting("asked", timeout: 1500), at: Self.start).id
+        #expect(book.nextExpiry == Self.start.addingTimeInterval(1.5))
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(1.4))).isEmpty)
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(1.5))) == ["\(asked):1"])
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(5))) == ["\(low):1"])
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(10))) == ["\(normal):1"])
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(86_400 * 365))).isEmpty)
+        #expect(book.nextExpiry == nil)
+        // Closed, still listed; open: the critical one and the one that never expires.
+        #expect(book.count == 5)
+        #expect(book.list.filter(\.isOpen).map(\.id).sorted() == [critical, never])
+        // Dismissing a closed one sends nothing more: each closes once.
+        let dismissed = try book.dismiss(normal)
+        #expect(Self.closed(dismissed).isEmpty && book.count == 4)
+        #expect(Self.closed(try book.dismiss(critical)) == ["\(critical):2"])
+        #expect(Self.closed(book.recall(never)) == ["\(never):3"])
+        #expect(book.recall(12345).isEmpty, "an unknown id is no error")
+    }
+
+    @Test func actionsReachTheAppAndLeaveTheListUnlessResident() throws {
+        var book = NotificationBook()
+        let actions = [TodayNotification.Action(key: "open", label: "Open")]
+        let id = try book.post(Self.posting("mail", timeout: 100, actions: actions), at: Self.start).id
+        _ = book.expire(at: Self.start.addingTimeInterval(1))
+        // Closed, the action still works from the list.
+        let effects = try book.invoke(id, key: "open", token: "t1")
+        #expect(effects.first == .invoked(id, key: "open", token: "t1"))
+        #expect(Self.closed(effects).isEmpty, "it was closed already")
+        #expect(book.count == 0)
+        #expect(throws: NotificationBook.Refusal.noSuchNotification(id)) { try book.invoke(id, key: "open", token: nil) }
+
+        let resident = try book.post(Self.posting("call", actions: actions) { $0.resident = true }, at: Self.start).id
+        #expect(throws: NotificationBook.Refusal.noSuchAction(resident, "nope")) { try book.invoke(resident, key: "nope", token: nil) }
+        _ = try book.invoke(resident, key: "open", token: nil)
+        #expect(book.list.first?.isOpen == true, "a resident one stays, open")
+
+        // `default` without such an action starts the app, from the desktop entry.
+        let plain = try book.post(Self.posting("plain") { $0.desktopEntry = "org.example.Mail" }, at: Self.start).id
+        #expect(try book.invoke(plain, key: "default", token: nil).contains(.activateApp(appID: "org.example.Mail")))
+
+        // A GNotification's button is ActivateAction on its app, with the target.
+        let gtkActions = [TodayNotification.Action(key: "app.reply", label: "Reply", gtkAction: "app.reply", gtkTarget: .string("42"))]
+        let gtk = try book.post(
+            Self.posting("g", app: "org.example.App", actions: gtkActions) {
+                $0.source = .gtk
+                $0.gtkID = "n1"
+                $0.gtkDefaultAction = "app.show"
+            }, at: Self.start
+        ).id
+        #expect(try book.invoke(gtk, key: "app.reply", token: nil).contains(.activateAction(appID: "org.example.App", name: "app.reply", target: .string("42"))))
+        let again = try book.post(Self.posting("g") { $0.source = .gtk; $0.gtkID = "n2"; $0.gtkDefaultAction = "app.show" }, at: Self.start).id
+        #expect(try book.invoke(again, key: "default", token: nil).contains(.activateAction(appID: "mail", name: "app.show", target: nil)))
+    }
+
+    @Test func transientOnesNeverEnterTheList() throws {
+        var book = NotificationBook()
+        let (id, effects) = try book.post(Self.posting("volume") { $0.transient = true }, at: Self.start)
+        #expect(book.count == 0 && !effects.contains(.store(id)))
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(10))) == ["\(id):1"])
+    }
+
+    @Test func theOldestLeaveWhenTheListIsFullAndAFloodIsRefused() throws {
+        var book = NotificationBook()
+        book.capacity = 3
+        for n in 1...3 { _ = try book.post(Self.posting("n\(n)"), at: Self.start.addingTimeInterval(Double(n))) }
+        let (_, effects) = try book.post(Self.posting("n4"), at: Self.start.addingTimeInterval(4))
+        #expect(Self.closed(effects) == ["1:4"])
+        #expect(effects.contains(.forget(1)))
+        #expect(book.list.map(\.summary) == ["n4", "n3", "n2"])
+
+        var flood = NotificationBook()
+        for _ in 0..<flood.ratePerSecond { _ = try flood.post(Self.posting("x", app: "spam"), at: Self.start) }
+        #expect(throws: NotificationBook.Refusal.tooMany(appID: "spam")) { try flood.post(Self.posting("x", app: "spam"), at: Self.start) }
+        // Another app is not held up, and the next second counts afresh.
+        _ = try flood.post(Self.posting("hello", app: "mail"), at: Self.start)
+        _ = try flood.post(Self.posting("x", app: "spam"), at: Self.start.addingTimeInterval(1))
+    }
+
+    @Test func inhibitionsEndWithTheirCallersConnection() {
+        var book = NotificationBook()
+        let (first, on) = book.inhibit(by: ":1.5")
+        #expect(on == [.inhibited(true)])
+        let (second, more) = book.inhibit(by: ":1.6")
+        #expect(more.isEmpty && first != second)
+        #expect(book.uninhibit(first, by: ":1.6").isEmpty, "another connection's cookie changes nothing")
+        #expect(book.uninhibit(first, by: ":1.5").isEmpty && book.isInhibited)
+        #expect(book.left(":1.6") == [.inhibited(false)])
+        #expect(!book.isInhibited)
+    }
+
+    @Test func unseenCountsWhatCameSinceMarkSeen() throws {
+        var book = NotificationBook()
+        _ = try book.post(Self.posting("a"), at: Self.start)
+        _ = try book.post(Self.posting("b"), at: Self.start)
+        #expect(book.unseen.count == 2)
+        #expect(book.markSeen() == [.listChanged(changed: [], removed: [])])
+        #expect(book.unseen.isEmpty && book.markSeen().isEmpty)
+    }
+}
+
+/// image-data as dunst and mako check it, and what todayd keeps of it.
+@Suite struct NotificationImageTests {
+    static func image(_ width: Int32, _ height: Int32, rowstride: Int32? = nil, alpha: Bool = true, channels: Int32 = 4, bits: Int32 = 8, bytes: Int? = nil) -> Value {
+        let stride = rowstride ?? width * channels
+        let count = bytes ?? Int(height - 1) * Int(stride) + Int(width * channels)
+        return .structure([.int32(width), .int32(height), .int32(stride), .boolean(alpha), .int32(bits), .int32(channels), .bytes(Data(repeating: 200, count: max(0, count)))])
+    }
+
+    @Test func theLengthRuleAndTheRest() throws {
+        let cases: [(Value, String?)] = [
+            (Self.image(2, 2), nil),
+            (Self.image(3, 2, rowstride: 12, alpha: false, channels: 3), nil),
+            (Self.image(2, 2, bytes: 15), "hint 'image-data': data is 15 bytes; 2×2 with rowstride 8 and 4 channels needs exactly 16"),
+            (Self.image(2, 2, bytes: 17), "hint 'image-data': data is 17 bytes; 2×2 with rowstride 8 and 4 channels needs exactly 16"),
+            (Self.image(0, 2), "hint 'image-data': width and height must be 1 to 4096, not 0×2"),
+            (Self.image(2, 4097), "hint 'image-data': width and height must be 1 to 4096, not 2×4097"),
+            (Self.image(2, 2, bits: 16), "hint 'image-data': bits per sample must be 8, not 16"),
+            (Self.image(2, 2, channels: 2), "hint 'image-data': channels must be 3 or 4, not 2"),
+            (Self.image(2, 2, alpha: false), "hint 'image-data': has_alpha is false with 4 channels; it must be true exactly with 4"),
+            (Self.image(2, 2, rowstride: 7), "hint 'image-data': rowstride 7 is less than a row's 8 bytes"),
+            (.string("x"), "hint 'image-data' must be (iiibiiay): width, height, rowstride, has_alpha, bits per sample, channels, data"),
+        ]
+        for (value, message) in cases {
+            do throws(NotificationImages.Refused) {
+                _ = try NotificationImages.image(value, hint: "image-data")
+                #expect(message == nil, "accepted, though: \(message ?? "")")
+            } catch {
+                #expect(error.description == message)
+            }
+        }
+    }
+
+    @Test func aLargePictureIsScaledToFit() throws {
+        let kept = try NotificationImages.image(Self.image(1024, 512), hint: "image-data")
+        #expect(kept.width == 256 && kept.height == 128 && kept.rowstride == 1024 && kept.data.count == 256 * 128 * 4)
+        #expect(kept.data.allSatisfy { $0 == 200 }, "a flat picture stays flat")
+        let small = try NotificationImages.image(Self.image(64, 64, rowstride: 300), hint: "image-data")
+        #expect(small.width == 64 && small.rowstride == 300, "one that fits is kept as sent")
+    }
+}

@@ -1,0 +1,211 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+import TodayProtocol
+
+/// todayd as the notification server (SPEC section 14), through real
+/// clients: notify-send, gdbus, and a GApplication written with python3-gi.
+@Suite(.showsDaemonLogs) struct NotificationServerTests {
+    static let notifySend = "/usr/bin/notify-send"
+
+    /// The list, as ListNotifications gives it.
+    static func list(_ client: Connection) async throws -> [[String: Value]] {
+        let reply = try await client.call(
+            Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.listNotifications)
+        return (reply.body.first?.elements ?? []).map { VariantDictionary($0)?.dictionary ?? [:] }
+    }
+
+    static func environment(_ daemon: TodayDaemon) -> [String: String] {
+        var environment = TodayDaemon.environment(home: daemon.home)
+        environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
+        return environment
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: notifySend), "needs notify-send (apt-get install libnotify-bin)"))
+    func notifySendWaitsForTheActionChosenFromTheList() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let server = try await client.call(
+            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+            [.string(Today.center.name.rawValue), .string("NotificationServer")])
+        #expect(server.body.first?.unwrapped == .string("serving"))
+
+        let sender = try Background(
+            Self.notifySend, ["--wait", "--print-id", "-a", "Mail", "-u", "critical", "-A", "open=Open", "-A", "later=Later", "New mail", "From <b>Ana</b>"],
+            environment: Self.environment(daemon))
+        defer { sender.stop() }
+        #expect(try await eventually(5) { try await Self.list(client).count == 1 })
+        let shown = try #require(try await Self.list(client).first)
+        #expect(shown["summary"] == .string("New mail") && shown["body"] == .string("From <b>Ana</b>") && shown["app-name"] == .string("Mail"))
+        #expect(shown["urgency"] == .byte(2) && shown["open"] == .boolean(true) && shown["source"] == .string("freedesktop"))
+        #expect(shown["actions"] == .array(.structure([.string, .string]), [.structure([.string("open"), .string("Open")]), .structure([.string("later"), .string("Later")])]))
+        let id = try #require(shown["id"]?.uint64)
+
+        // Chosen from the list: notify-send hears it (ActionInvoked) and ends.
+        try await client.call(
+            Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.invokeAction, UInt32(id), "open",
+            VariantDictionary([("activation-token", .string("token-1"))]))
+        let printed = try await read(sender.output) { $0.contains("open\n") }
+        #expect(printed == "\(id)\nopen\n", "\(printed)")
+        #expect(try await Self.list(client).isEmpty, "an action takes it out of the list")
+    }
+
+    @Test func whatIsAcknowledgedSurvivesAKillAndIdsGoOn() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("notifications")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        var client = try await daemon.ready()
+        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        typealias F = Notifications.Freedesktop
+        func notify(_ summary: String, timeout: Int32 = 0, hints: [(String, Value)] = []) async throws -> UInt32 {
+            try await client.call(
+                Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name, F.notify, "Chat",
+                UInt32(0), "", summary, "body of \(summary)", ["reply", "Reply"], VariantDictionary(hints), timeout
+            ).value(UInt32.self)
+        }
+        var ids: [UInt32] = []
+        for n in 1...5 { ids.append(try await notify("message \(n)", hints: [("x-count", .uint16(UInt16(n)))])) }
+        // Dismissed, it is gone; its id is not given again.
+        try await client.call(Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.dismiss, ids[4])
+        // kill -9: whatever was acknowledged must be there after.
+        kill(daemon.process.processIdentifier, SIGKILL)
+        daemon.process.waitUntilExit()
+        client.close()
+
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        defer { daemon.stop() }
+        client = try await daemon.ready()
+        defer { client.close() }
+        let kept = try await Self.list(client)
+        #expect(kept.map { $0["summary"]?.string ?? "" } == (1...4).reversed().map { "message \($0)" })
+        #expect(kept.map { $0["id"]?.uint64 ?? 0 } == ids.prefix(4).reversed().map(UInt64.init))
+        // Hints as sent, type and all.
+        #expect(kept.last?["hints"].flatMap(VariantDictionary.init)?.dictionary["x-count"] == .uint16(1))
+        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let next = try await notify("after the restart")
+        #expect(next == ids[4] + 1, "ids go on: \(next)")
+
+        // Expiry: the time runs out, NotificationClosed(id, 1), still in the list, closed.
+        let closed = Locked<[[Value]]>([])
+        try await client.subscribe(MatchRule(interface: Notifications.freedesktop.name, member: F.notificationClosed.name)) { message in
+            closed.withLock { $0.append(message.body) }
+        }
+        let short = try await notify("short", timeout: 300)
+        #expect(try await eventually(5) { closed.value.contains([.uint32(short), .uint32(1)]) }, "\(closed.value)")
+        #expect(try await Self.list(client).first { $0["id"] == .uint32(short) }?["open"] == .boolean(false))
+        #expect(closed.value.filter { $0.first == .uint32(short) }.count == 1, "closed once")
+        // CloseNotification: reason 3, and out of the list.
+        try await client.call(Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name, F.closeNotification, next)
+        #expect(try await eventually(5) { closed.value.contains([.uint32(next), .uint32(3)]) })
+        #expect(try await Self.list(client).allSatisfy { $0["id"] != .uint32(next) })
+    }
+
+    @Test func badImageDataIsRefusedSayingWhy() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let result = try await run(
+            ["gdbus", "call", "--address", daemon.address, "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
+             "--method", "org.freedesktop.Notifications.Notify", "App", "0", "", "Picture", "", "[]",
+             "{'image-data': <(2, 2, 8, true, 8, 4, [byte 1, 2, 3])>}", "--", "-1"])
+        #expect(result.status != 0)
+        #expect(result.error.contains("InvalidArgs") && result.error.contains("data is 3 bytes; 2×2 with rowstride 8 and 4 channels needs exactly 16"), "\(result.error)")
+        let capabilities = try await run(
+            ["gdbus", "call", "--address", daemon.address, "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
+             "--method", "org.freedesktop.Notifications.GetCapabilities"])
+        #expect(capabilities.output.contains("'persistence'") && capabilities.output.contains("'inline-reply'"), "\(capabilities.output)")
+    }
+
+    /// A GApplication (python3-gi) with an action sends a notification
+    /// through GNotification and exits; after a todayd restart, the action
+    /// chosen from the list starts the app through D-Bus activation, and
+    /// the app receives the action and its target.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3-gi"))
+    func aGApplicationsActionReachesTheRestartedApp() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("gapplication")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let services = home.appendingPathComponent("services")
+        try FileManager.default.createDirectory(at: services, withIntermediateDirectories: true)
+        let received = home.appendingPathComponent("received")
+        let app = home.appendingPathComponent("notes.py")
+        try """
+            import sys
+            import gi
+            gi.require_version("Gio", "2.0")
+            from gi.repository import Gio, GLib
+
+            class Notes(Gio.Application):
+                def __init__(self):
+                    super().__init__(application_id="org.example.Notes", flags=Gio.ApplicationFlags.HANDLES_COMMAND_LINE)
+                    action = Gio.SimpleAction.new("open-note", GLib.VariantType.new("s"))
+                    action.connect("activate", self.open_note)
+                    self.add_action(action)
+
+                def open_note(self, action, parameter):
+                    with open(sys.argv[1], "a") as out:
+                        out.write("open-note %s\\n" % parameter.get_string())
+                    self.quit()
+
+                def do_command_line(self, command_line):
+                    notification = Gio.Notification.new("Meeting notes")
+                    notification.set_body("Notes of Monday's meeting are ready")
+                    notification.add_button_with_target("Open", "app.open-note", GLib.Variant("s", "n42"))
+                    self.send_notification("notes-ready", notification)
+                    return 0
+
+                def do_activate(self):
+                    pass
+
+            Notes().run(sys.argv[:1] + sys.argv[2:])
+            """.write(to: app, atomically: true, encoding: .utf8)
+        try "[D-BUS Service]\nName=org.example.Notes\nExec=/usr/bin/python3 \(app.path) \(received.path) --gapplication-service\n".write(
+            to: services.appendingPathComponent("org.example.Notes.service"), atomically: true, encoding: .utf8)
+        let bus = try BusDaemon(serviceFolders: [services.path], environment: TodayDaemon.environment(home: home))
+        defer { bus.stop() }
+        var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        var client = try await daemon.ready()
+        _ = try await client.waitForOwner(of: Notifications.gtkName, timeout: .seconds(10))
+
+        // The app sends its notification and exits.
+        var environment = TodayDaemon.environment(home: home)
+        environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        let sent = try await run(["env", "-i"] + environment.map { "\($0.key)=\($0.value)" } + ["/usr/bin/python3", app.path, received.path])
+        #expect(sent.status == 0, "\(sent.error)")
+        #expect(try await eventually(5) { try await Self.list(client).count == 1 })
+        let posted = try #require(try await Self.list(client).first)
+        #expect(posted["source"] == .string("gtk") && posted["app-id"] == .string("org.example.Notes") && posted["summary"] == .string("Meeting notes"))
+        let id = try #require(posted["id"]?.uint64)
+
+        // todayd restarts; the list still has it, and its action still works.
+        daemon.stop(keepHome: true)
+        client.close()
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        defer { daemon.stop() }
+        client = try await daemon.ready()
+        defer { client.close() }
+        #expect(try await Self.list(client).map { $0["id"]?.uint64 } == [id])
+        try await client.call(
+            Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.invokeAction, UInt32(id),
+            "app.open-note", VariantDictionary([]))
+        #expect(try await eventually(20) { (try? String(contentsOf: received, encoding: .utf8)) == "open-note n42\n" },
+                "the app got: \((try? String(contentsOf: received, encoding: .utf8)) ?? "nothing")")
+    }
+}
