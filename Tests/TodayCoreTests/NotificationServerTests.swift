@@ -58,6 +58,44 @@ import TodayProtocol
         #expect(try await Self.list(client).isEmpty, "an action takes it out of the list")
     }
 
+    /// Center.NotificationServer, as the property reads.
+    static func server(_ client: Connection) async throws -> String {
+        let reply = try await client.call(
+            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+            [.string(Today.center.name.rawValue), .string("NotificationServer")])
+        return reply.body.first?.unwrapped.string ?? ""
+    }
+
+    @Test func anotherServerKeepsItsNamesAndTodaydTakesOverWhenItLeaves() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        // Another server (as dunst does: replaceable, no queue of its own).
+        let other = try Connection(address: bus.address)
+        defer { other.close() }
+        #expect(try await other.requestName(Notifications.freedesktopName, flags: [.allowReplacement, .doNotQueue]) == .primaryOwner)
+        let daemon = try TodayDaemon(bundles: [bundles.path], address: bus.address)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        // todayd waits in the queue and says who serves.
+        var state = ""
+        _ = try await eventually(5) {
+            state = try await Self.server(client)
+            return state.hasPrefix("queued \(other.uniqueName)")
+        }
+        #expect(state.hasPrefix("queued \(other.uniqueName) ("), "\(state)")
+        let owner = try await client.callBus(.getNameOwner, [.string(Notifications.freedesktopName.rawValue)]).value(String.self)
+        #expect(owner == other.uniqueName, "the other server keeps its name")
+        // Its widgets are served meanwhile, and gtk's name, which nobody had, is todayd's.
+        #expect(try await client.center("ListWidgets").body.count == 1)
+        #expect(try await client.waitForOwner(of: Notifications.gtkName, timeout: .seconds(5)) != other.uniqueName)
+        // The other server exits: the bus hands the name to todayd.
+        other.close()
+        #expect(try await eventually(5) { try await Self.server(client) == "serving" })
+    }
+
     @Test func whatIsAcknowledgedSurvivesAKillAndIdsGoOn() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
