@@ -72,8 +72,9 @@ public enum Notifications {
         InterfaceName("io.github.todayd.Today1.Notifications"),
         methods: [
             Center.listNotifications, Center.getNotification, Center.dismiss, Center.dismissAll, Center.invokeAction, Center.reply, Center.markSeen,
+            Center.setAppPolicy,
         ],
-        properties: [Center.count, Center.unseen],
+        properties: [Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbSchedule, Center.appPolicies],
         signals: [Center.notificationsChanged],
         doc: "io.github.todayd.Today1.Notifications: the notification center, for the view, banners, bars and todayctl.")
 
@@ -92,9 +93,17 @@ public enum Notifications {
             doc: "As a click on that action; activation-token in platform_data is passed on.")
         public static let reply = MethodDeclaration(MemberName("Reply"), in: ("id", UInt32.self), ("text", String.self), doc: "An inline reply.")
         public static let markSeen = MethodDeclaration(MemberName("MarkSeen"), doc: "The user has seen the list: Unseen becomes 0.")
+        public static let setAppPolicy = MethodDeclaration(
+            MemberName("SetAppPolicy"), in: ("app_id", String.self), ("policy", VariantDictionary.self),
+            doc: "banners b, list b (kept in the list), sounds b, urgency y (overrides); app \"\": the default; an empty dict removes the policy.")
 
         public static let count = Property("Count", "u", doc: "Notifications in the list.")
         public static let unseen = Property("Unseen", "u", doc: "Added since the last MarkSeen.")
+        public static let doNotDisturb = Property(
+            "DoNotDisturb", "b", access: .readwrite, doc: "Banners hidden (critical ones still show); the list fills as usual.")
+        public static let doNotDisturbSchedule = Property(
+            "DoNotDisturbSchedule", "(ss)", access: .readwrite, doc: "Daily from, to, HH:MM local time; (\"\", \"\"): none.")
+        public static let appPolicies = Property("AppPolicies", "a{sa{sv}}")
 
         public static let notificationsChanged = Signal(
             MemberName("NotificationsChanged"), [Argument("changed", "au"), Argument("removed", "au")], doc: "After every change.")

@@ -209,3 +209,59 @@ import TodayProtocol
         #expect(small.width == 64 && small.rowstride == 300, "one that fits is kept as sent")
     }
 }
+
+/// The user's notification settings: Do Not Disturb, its schedule, the
+/// policies per app.
+@Suite struct NotificationSettingsTests {
+    @Test func theScheduleRunsPastMidnight() {
+        var settings = NotificationSettings()
+        settings.scheduleFrom = "22:00"
+        settings.scheduleTo = "07:00"
+        #expect(settings.isQuiet(atMinute: 22 * 60) && settings.isQuiet(atMinute: 3 * 60) && settings.isQuiet(atMinute: 7 * 60 - 1))
+        #expect(!settings.isQuiet(atMinute: 7 * 60) && !settings.isQuiet(atMinute: 12 * 60) && !settings.isQuiet(atMinute: 22 * 60 - 1))
+        settings.scheduleFrom = "09:30"
+        settings.scheduleTo = "10:00"
+        #expect(settings.isQuiet(atMinute: 9 * 60 + 30) && !settings.isQuiet(atMinute: 10 * 60))
+        settings.doNotDisturb = true
+        #expect(settings.isQuiet(atMinute: 12 * 60), "on: all day")
+        #expect(NotificationSettings.minutes("7:00") == nil && NotificationSettings.minutes("24:00") == nil && NotificationSettings.minutes("23:59") == 1439)
+    }
+
+    @Test func policiesSayWhatIsWrong() throws {
+        #expect(try NotificationSettings.policy([:]) == nil)
+        let policy = try #require(try NotificationSettings.policy(["list": .boolean(false), "urgency": .byte(2)]))
+        #expect(!policy.list && policy.banners && policy.urgency == .critical)
+        for (entries, message) in [
+            (["colour": Value.string("red")], "no policy key 'colour': banners, list, sounds (b) and urgency (y) are"),
+            (["list": .string("no")], "policy key 'list' must be a boolean (b)"),
+            (["urgency": .byte(3)], "policy key 'urgency' must be 0, 1 or 2, not 3"),
+        ] {
+            #expect(throws: TodayError.invalidArgs(message)) { try NotificationSettings.policy(entries) }
+        }
+        #expect(throws: TodayError.self) { try NotificationSettings.schedule(.structure([.string("25:00"), .string("07:00")])) }
+        #expect(try NotificationSettings.schedule(.structure([.string(""), .string("")])) == ("", ""))
+    }
+
+    @Test func whatTheFileKeepsReadsBack() {
+        var settings = NotificationSettings()
+        settings.doNotDisturb = true
+        settings.scheduleFrom = "22:00"
+        settings.scheduleTo = "07:00"
+        settings.policies = ["org.example.Chat": .init(banners: false, list: true, sounds: false, urgency: .low), "": .init()]
+        var problems: [String] = []
+        #expect(NotificationSettings(plist: settings.plist, problems: &problems) == settings && problems.isEmpty)
+        let broken = NotificationSettings(plist: ["DoNotDisturbFrom": .string("late"), "AppPolicies": .dictionary(["x": .string("y")])], problems: &problems)
+        #expect(broken.scheduleFrom.isEmpty && broken.policies.isEmpty && problems.count == 2, "\(problems)")
+    }
+
+    @Test func anAppsPolicyChangesWhatItsNotificationsDo() throws {
+        var book = NotificationBook()
+        book.settings.policies["noisy"] = .init(banners: true, list: false, sounds: true, urgency: .low)
+        book.settings.policies[""] = .init(banners: true, list: true, sounds: true, urgency: nil)
+        let (id, effects) = try book.post(NotificationBookTests.posting("spam", app: "noisy", urgency: .critical), at: NotificationBookTests.start)
+        #expect(book.count == 0 && !effects.contains(.store(id)), "kept out of the list")
+        #expect(book.byID[id]?.urgency == .low, "its urgency overridden")
+        _ = try book.post(NotificationBookTests.posting("mail"), at: NotificationBookTests.start)
+        #expect(book.count == 1)
+    }
+}

@@ -96,6 +96,50 @@ import TodayProtocol
         #expect(try await eventually(5) { try await Self.server(client) == "serving" })
     }
 
+    @Test func doNotDisturbAndPoliciesAreTheUsersSettings() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("notification-settings")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        var client = try await daemon.ready()
+        let object = ["--address=\(bus.address)", "io.github.todayd.Today1", "/io/github/todayd/Today1", "io.github.todayd.Today1.Notifications"]
+        // busctl sets them as any settings panel would.
+        #expect(try await run(["busctl", "set-property"] + object + ["DoNotDisturb", "b", "true"]).status == 0)
+        #expect(try await run(["busctl", "set-property"] + object + ["DoNotDisturbSchedule", "(ss)", "22:00", "07:00"]).status == 0)
+        let bad = try await run(["busctl", "set-property"] + object + ["DoNotDisturbSchedule", "(ss)", "late", "07:00"])
+        #expect(bad.status != 0 && bad.error.contains("HH:MM"), "\(bad.error)")
+        let policy = try await run(
+            ["gdbus", "call", "--address", bus.address, "--dest", "io.github.todayd.Today1", "--object-path", "/io/github/todayd/Today1",
+             "--method", "io.github.todayd.Today1.Notifications.SetAppPolicy", "org.example.Chat", "{'list': <false>, 'urgency': <byte 0>}"])
+        #expect(policy.status == 0, "\(policy.error)")
+        let wrong = try await run(
+            ["gdbus", "call", "--address", bus.address, "--dest", "io.github.todayd.Today1", "--object-path", "/io/github/todayd/Today1",
+             "--method", "io.github.todayd.Today1.Notifications.SetAppPolicy", "org.example.Chat", "{'colour': <'red'>}"])
+        #expect(wrong.status != 0 && wrong.error.contains("no policy key 'colour'"), "\(wrong.error)")
+        let file = home.path + "/.config/todayd/notifications.plist"
+        let kept = try Plist.read(contentsOf: file)
+        #expect(kept["DoNotDisturb"] == .boolean(true) && kept["DoNotDisturbFrom"] == .string("22:00"))
+        #expect(kept["AppPolicies"]?["org.example.Chat"]?["list"] == .boolean(false))
+
+        // Read back after a restart.
+        daemon.stop(keepHome: true)
+        client.close()
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        defer { daemon.stop() }
+        client = try await daemon.ready()
+        defer { client.close() }
+        let all = try await client.call(
+            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("GetAll"), [.string(Notifications.today.name.rawValue)])
+        let values = try all.value(VariantDictionary.self).dictionary
+        #expect(values["DoNotDisturb"] == .boolean(true))
+        #expect(values["DoNotDisturbSchedule"] == .structure([.string("22:00"), .string("07:00")]))
+        let chat = values["AppPolicies"]?.dictionaryEntries.first { $0.key == .string("org.example.Chat") }?.value
+        #expect(chat.flatMap(VariantDictionary.init)?.dictionary["list"] == .boolean(false), "\(values)")
+    }
+
     @Test func whatIsAcknowledgedSurvivesAKillAndIdsGoOn() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }

@@ -53,6 +53,8 @@ struct NotificationBook: Sendable {
 
     /// At most this many in the list; the oldest leave (reason 4 if open).
     var capacity = 1_000
+    /// The user's settings: an app's policy changes what its notifications do.
+    var settings = NotificationSettings()
     /// Notifications one app may post in a second.
     var ratePerSecond = 100
     /// The last id given: never given again.
@@ -107,6 +109,10 @@ struct NotificationBook: Sendable {
     /// Returns its id.
     mutating func post(_ posting: Posting, at now: Date) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
         var notification = posting.notification
+        let policy = settings.policy(for: notification.appID)
+        if let urgency = policy.urgency { notification.urgency = urgency }
+        // An app kept out of the list: shown and gone, as a transient one.
+        if !policy.list { notification.transient = true }
         let second = Int64(now.timeIntervalSince1970.rounded(.down))
         let rate = rates[notification.appID]
         let counted = rate?.second == second ? rate?.count ?? 0 : 0

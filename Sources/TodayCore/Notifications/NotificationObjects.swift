@@ -64,10 +64,15 @@ extension NotificationService {
             ])
     }
 
-    static func centerObject(_ late: Late<NotificationService>, count: UInt32, unseen: UInt32) -> ExportedInterface {
+    static func centerObject(_ late: Late<NotificationService>, count: UInt32, unseen: UInt32, settings: NotificationSettings) -> ExportedInterface {
         typealias C = Notifications.Center
         return ExportedInterface(
-            Notifications.today, properties: [C.count.name: .uint32(count), C.unseen.name: .uint32(unseen)],
+            Notifications.today,
+            properties: [
+                C.count.name: .uint32(count), C.unseen.name: .uint32(unseen), C.doNotDisturb.name: .boolean(settings.doNotDisturb),
+                C.doNotDisturbSchedule.name: .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)]),
+                C.appPolicies.name: settings.policiesValue,
+            ],
             bindings: [
                 C.listNotifications.immediate { _ in
                     [.array(.dictionary(key: .string, value: .variant), try late.get().list.map { .vardict($0.dictionary) })]
@@ -93,6 +98,24 @@ extension NotificationService {
                 C.markSeen.immediate { _ in
                     try late.get().change { $0.markSeen() }
                     return []
+                },
+                C.setAppPolicy.immediate { _, appID, policy in
+                    let read = try NotificationSettings.policy(policy.dictionary)
+                    try late.get().changeSettings { $0.policies[appID] = read }
+                    return []
+                },
+            ],
+            setters: [
+                C.doNotDisturb.name: { _, value in
+                    guard case .boolean(let on) = value else { throw TodayError.invalidArgs("DoNotDisturb is a boolean") }
+                    try late.get().changeSettings { $0.doNotDisturb = on }
+                },
+                C.doNotDisturbSchedule.name: { _, value in
+                    let (from, to) = try NotificationSettings.schedule(value)
+                    try late.get().changeSettings {
+                        $0.scheduleFrom = from
+                        $0.scheduleTo = to
+                    }
                 },
             ])
     }

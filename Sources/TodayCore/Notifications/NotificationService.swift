@@ -14,6 +14,8 @@ final class NotificationService: Sendable {
     let urls: URLService
     let log: Logger
     let store: NotificationStore
+    /// `$XDG_CONFIG_HOME/todayd/notifications.plist`: the user's settings.
+    let settingsPath: String
     let now: @Sendable () -> Date
     private let book: Mutex<NotificationBook>
     /// The expiry under way: when it fires, and its task.
@@ -34,13 +36,15 @@ final class NotificationService: Sendable {
         self.log = log
         self.now = now ?? { Date() }
         store = NotificationStore(directories: directories, log: log)
+        settingsPath = directories.configHome + "/todayd/notifications.plist"
         let (lastID, kept) = store.load()
-        let book = NotificationBook(lastID: lastID, kept: kept)
+        var book = NotificationBook(lastID: lastID, kept: kept)
+        book.settings = Self.readSettings(settingsPath, log: log)
         self.book = Mutex(book)
         let late = Late<NotificationService>()
         freedesktop = Self.freedesktopObject(late)
         gtk = Self.gtkObject(late)
-        center = Self.centerObject(late, count: UInt32(book.count), unseen: UInt32(book.unseen.count))
+        center = Self.centerObject(late, count: UInt32(book.count), unseen: UInt32(book.unseen.count), settings: book.settings)
         late.set(self)
     }
 
@@ -241,6 +245,44 @@ final class NotificationService: Sendable {
     }
 
     var isInhibited: Bool { book.withLock { $0.isInhibited } }
+
+    // MARK: Settings
+
+    /// The settings in `path`; the defaults where there is none, and a
+    /// warning for what it holds wrong.
+    static func readSettings(_ path: String, log: Logger) -> NotificationSettings {
+        guard FileSystem.exists(path) else { return NotificationSettings() }
+        guard let plist = (try? Plist.read(contentsOf: path))?.dictionary else {
+            log.warning("\(path) is not a property list; notification settings are the defaults until it is fixed")
+            return NotificationSettings()
+        }
+        var problems: [String] = []
+        let settings = NotificationSettings(plist: plist, problems: &problems)
+        for problem in problems { log.warning("\(path): \(problem)") }
+        return settings
+    }
+
+    /// Changes the settings, keeps them (durably, before the caller hears
+    /// back) and announces what changed.
+    func changeSettings(_ change: (inout NotificationSettings) throws -> Void) throws {
+        let settings = try book.withLock { book -> NotificationSettings in
+            var settings = book.settings
+            try change(&settings)
+            book.settings = settings
+            return settings
+        }
+        do {
+            try DurableFile.write(try Plist.write(.dictionary(settings.plist), format: .xml), to: settingsPath)
+        } catch {
+            throw TodayError.storage("cannot keep the notification settings in \(settingsPath): \(error)")
+        }
+        typealias C = Notifications.Center
+        center.set([
+            (C.doNotDisturb.name, .boolean(settings.doNotDisturb)),
+            (C.doNotDisturbSchedule.name, .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)])),
+            (C.appPolicies.name, settings.policiesValue),
+        ])
+    }
     var counts: (count: UInt32, unseen: UInt32) { book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) } }
 }
 

@@ -9,6 +9,8 @@ public struct Directories: Sendable, Equatable {
     public var dataDirs: [String]
     public var cacheHome: String
     public var stateHome: String
+    /// The user's settings (XDG_CONFIG_HOME).
+    public var configHome: String
     /// Folders given with `--bundles`, lowest precedence.
     public var extraBundleFolders: [String]
 
@@ -21,6 +23,7 @@ public struct Directories: Sendable, Equatable {
         dataHome = value("XDG_DATA_HOME") ?? home + "/.local/share"
         cacheHome = value("XDG_CACHE_HOME") ?? home + "/.cache"
         stateHome = value("XDG_STATE_HOME") ?? home + "/.local/state"
+        configHome = value("XDG_CONFIG_HOME") ?? home + "/.config"
         dataDirs = (value("XDG_DATA_DIRS") ?? "/usr/local/share/:/usr/share/")
             .split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
         self.extraBundleFolders = extraBundleFolders

@@ -1,0 +1,141 @@
+import DBus
+import FoundationEssentials
+import PropertyList
+import TodayProtocol
+
+/// The user's notification settings (SPEC section 14): Do Not Disturb, its
+/// daily schedule and the policies per app, kept in
+/// `$XDG_CONFIG_HOME/todayd/notifications.plist`. Plain values: what a
+/// policy does to a notification is `NotificationBook.post`'s.
+struct NotificationSettings: Equatable, Sendable {
+    /// What an app's notifications may do; the app `""` is every app's default.
+    struct Policy: Equatable, Sendable {
+        var banners = true
+        /// Kept in the list (else shown and gone, as a transient one).
+        var list = true
+        var sounds = true
+        /// In place of the urgency the app asks for.
+        var urgency: TodayNotification.Urgency?
+    }
+
+    var doNotDisturb = false
+    /// Daily from, to, `HH:MM` local time; empty: none.
+    var scheduleFrom = ""
+    var scheduleTo = ""
+    var policies: [String: Policy] = [:]
+
+    /// The policy of `appID`: its own, else the default one, else all allowed.
+    func policy(for appID: String) -> Policy {
+        policies[appID] ?? policies[""] ?? Policy()
+    }
+
+    /// Minutes since midnight of `text` (`HH:MM`), or nil.
+    static func minutes(_ text: String) -> Int? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2, let hours = Int(parts[0]), let minutes = Int(parts[1]),
+            (0..<24).contains(hours), (0..<60).contains(minutes)
+        else { return nil }
+        return hours * 60 + minutes
+    }
+
+    /// Whether banners are held back at `minute` of the local day (0 to
+    /// 1439): Do Not Disturb is on, or the minute is inside the schedule
+    /// (which may run past midnight: 22:00 to 07:00).
+    func isQuiet(atMinute minute: Int) -> Bool {
+        if doNotDisturb { return true }
+        guard let from = Self.minutes(scheduleFrom), let to = Self.minutes(scheduleTo), from != to else { return false }
+        return from < to ? (from..<to).contains(minute) : (minute >= from || minute < to)
+    }
+
+    /// The schedule from DoNotDisturbSchedule's `(ss)`; InvalidArgs saying what is wrong.
+    static func schedule(_ value: Value) throws -> (from: String, to: String) {
+        guard case .structure(let fields) = value, fields.count == 2, let from = fields[0].string, let to = fields[1].string else {
+            throw TodayError.invalidArgs("DoNotDisturbSchedule is (ss): from and to, HH:MM")
+        }
+        if from.isEmpty && to.isEmpty { return ("", "") }
+        guard minutes(from) != nil, minutes(to) != nil else {
+            throw TodayError.invalidArgs("DoNotDisturbSchedule needs two times of the form HH:MM (00:00 to 23:59), or (\"\", \"\") for none; got (\(from), \(to))")
+        }
+        return (from, to)
+    }
+
+    /// SetAppPolicy's dictionary as a policy; nil for an empty one (remove
+    /// the app's policy); InvalidArgs naming the key that is wrong.
+    static func policy(_ entries: [String: Value]) throws -> Policy? {
+        guard !entries.isEmpty else { return nil }
+        var policy = Policy()
+        for (key, value) in entries {
+            switch (key, value) {
+            case ("banners", .boolean(let on)): policy.banners = on
+            case ("list", .boolean(let on)): policy.list = on
+            case ("sounds", .boolean(let on)): policy.sounds = on
+            case ("urgency", .byte(let level)):
+                guard let urgency = TodayNotification.Urgency(rawValue: level) else {
+                    throw TodayError.invalidArgs("policy key 'urgency' must be 0, 1 or 2, not \(level)")
+                }
+                policy.urgency = urgency
+            case ("banners", _), ("list", _), ("sounds", _):
+                throw TodayError.invalidArgs("policy key '\(key)' must be a boolean (b)")
+            case ("urgency", _):
+                throw TodayError.invalidArgs("policy key 'urgency' must be a byte (y)")
+            default:
+                throw TodayError.invalidArgs("no policy key '\(key)': banners, list, sounds (b) and urgency (y) are")
+            }
+        }
+        return policy
+    }
+
+    static func entries(_ policy: Policy) -> [(String, Value)] {
+        var entries: [(String, Value)] = [("banners", .boolean(policy.banners)), ("list", .boolean(policy.list)), ("sounds", .boolean(policy.sounds))]
+        if let urgency = policy.urgency { entries.append(("urgency", .byte(urgency.rawValue))) }
+        return entries
+    }
+
+    /// AppPolicies' `a{sa{sv}}`.
+    var policiesValue: Value {
+        .dictionary(
+            key: .string, value: .dictionary(key: .string, value: .variant),
+            policies.sorted { $0.key < $1.key }.map { DictionaryEntry(.string($0.key), .vardict(Self.entries($0.value))) })
+    }
+
+    // MARK: The file
+
+    var plist: PlistDictionary {
+        var apps = PlistDictionary()
+        for (app, policy) in policies.sorted(by: { $0.key < $1.key }) {
+            var entry: PlistDictionary = ["banners": .boolean(policy.banners), "list": .boolean(policy.list), "sounds": .boolean(policy.sounds)]
+            if let urgency = policy.urgency { entry["urgency"] = .integer(Int64(urgency.rawValue)) }
+            apps[app] = .dictionary(entry)
+        }
+        return [
+            "DoNotDisturb": .boolean(doNotDisturb), "DoNotDisturbFrom": .string(scheduleFrom), "DoNotDisturbTo": .string(scheduleTo),
+            "AppPolicies": .dictionary(apps),
+        ]
+    }
+
+    /// The settings a file holds; what it holds wrong is named in `problems`.
+    init(plist: PlistDictionary, problems: inout [String]) {
+        doNotDisturb = plist["DoNotDisturb"]?.bool ?? false
+        scheduleFrom = plist["DoNotDisturbFrom"]?.string ?? ""
+        scheduleTo = plist["DoNotDisturbTo"]?.string ?? ""
+        if (!scheduleFrom.isEmpty || !scheduleTo.isEmpty), Self.minutes(scheduleFrom) == nil || Self.minutes(scheduleTo) == nil {
+            problems.append("DoNotDisturbFrom and DoNotDisturbTo must be HH:MM; the schedule is off")
+            scheduleFrom = ""
+            scheduleTo = ""
+        }
+        for (app, value) in plist["AppPolicies"]?.dictionary ?? [:] {
+            guard let entry = value.dictionary else {
+                problems.append("AppPolicies.\(app) is not a dictionary; left out")
+                continue
+            }
+            var policy = Policy()
+            policy.banners = entry["banners"]?.bool ?? true
+            policy.list = entry["list"]?.bool ?? true
+            policy.sounds = entry["sounds"]?.bool ?? true
+            policy.urgency = entry["urgency"]?.int64.flatMap { UInt8(exactly: $0) }.flatMap(TodayNotification.Urgency.init(rawValue:))
+            policies[app] = policy
+        }
+    }
+
+    init() {}
+}
