@@ -291,3 +291,67 @@ import TodayProtocol
                 "the app got: \((try? String(contentsOf: received, encoding: .utf8)) ?? "nothing")")
     }
 }
+
+/// kill -9 while several apps send notifications: after each restart every
+/// notification todayd acknowledged is in the list, and no id is given twice.
+@Suite(.showsDaemonLogs) struct NotificationCrashTests {
+    static let rounds = Int(ProcessInfo.processInfo.environment["TODAY_TORTURE_ROUNDS"] ?? "") ?? 3
+
+    @Test func killedDuringAFloodLosesNothingAcknowledged() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("notification-crash")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let bus = try BusDaemon()
+        defer { bus.stop() }
+        var acknowledged: Set<UInt32> = []
+        for round in 1...Self.rounds {
+            let daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address, verbose: false)
+            let client = try await daemon.ready()
+            _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+            // Every acknowledged notification of the rounds before is there.
+            let listed = Set(try await NotificationServerTests.list(client).compactMap { $0["id"]?.uint64 }.map { UInt32($0) })
+            #expect(acknowledged.isSubset(of: listed), "round \(round): lost \(acknowledged.subtracting(listed).sorted())")
+            // Four apps at once, until the kill.
+            let got = Locked<[UInt32]>([])
+            let senders = (0..<4).map { index in
+                Task {
+                    guard let connection = try? Connection(address: bus.address) else { return }
+                    defer { connection.close() }
+                    for n in 0..<10_000 {
+                        guard !Task.isCancelled else { return }
+                        do {
+                            let id = try await connection.call(
+                                Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name,
+                                Notifications.Freedesktop.notify, "app\(index)", UInt32(0), "", "round \(round) #\(n)", "", [String](), VariantDictionary([]),
+                                Int32(0)
+                            ).value(UInt32.self)
+                            got.withLock { $0.append(id) }
+                        } catch {
+                            // Refused (LimitsExceeded) or cut by the kill: not acknowledged.
+                            if (error as? DBusError)?.name != .limitsExceeded { return }
+                        }
+                    }
+                }
+            }
+            #expect(try await eventually(10) { got.value.count >= 20 + round * 10 }, "round \(round): \(got.value.count) acknowledged")
+            kill(daemon.process.processIdentifier, SIGKILL)
+            daemon.process.waitUntilExit()
+            for sender in senders { sender.cancel() }
+            for sender in senders { await sender.value }
+            client.close()
+            let ids = got.value
+            #expect(Set(ids).count == ids.count, "round \(round): an id was given twice")
+            #expect(acknowledged.isDisjoint(with: ids), "round \(round): an id of an earlier round was given again")
+            acknowledged.formUnion(ids)
+        }
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let listed = Set(try await NotificationServerTests.list(client).compactMap { $0["id"]?.uint64 }.map { UInt32($0) })
+        #expect(acknowledged.isSubset(of: listed), "lost \(acknowledged.subtracting(listed).sorted())")
+        let least = (1...Self.rounds).map { 20 + $0 * 10 }.reduce(0, +)
+        #expect(acknowledged.count >= least, "\(acknowledged.count) acknowledged")
+    }
+}
