@@ -103,9 +103,12 @@ public final class Identities: Sendable {
 
     /// The widget whose running provider is `pid` or an ancestor of it. A
     /// provider can call todayd between being started and todayd recording
-    /// its pid; while one is being started, look again for up to 200 ms.
+    /// its pid; while one is being started, look again for up to 5 s.
     func provider(startedAs pid: pid_t) async -> String? {
-        for _ in 0..<200 {
+        // The record follows the spawn at once; on a loaded machine that
+        // can take a while, so the wait is bounded by time, not by turns.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
             if let widget = provider(for: pid) { return widget }
             guard providers.isStarting else { return nil }
             try? await Task.sleep(for: .milliseconds(1))
