@@ -6,6 +6,42 @@ import Testing
 @testable import TodayCore
 import TodayProtocol
 
+/// todayd on a bus of the test's own, with an empty bundle folder and a
+/// home that outlive it, so that it can be stopped or killed and started
+/// again on what it kept.
+final class RestartableTodayd {
+    let bundles: BundleFolder
+    let home: URL
+    /// Where the bus finds the services it activates (`activating`).
+    let services: URL
+    let bus: BusDaemon
+
+    /// With `activating`, the bus starts the services whose files are put
+    /// in `services`.
+    init(_ name: String, activating: Bool = false) throws {
+        bundles = try BundleFolder()
+        home = try temporaryDirectory(name)
+        services = home.appendingPathComponent("services")
+        try FileManager.default.createDirectory(at: services, withIntermediateDirectories: true)
+        bus = try activating ? BusDaemon(serviceFolders: [services.path], environment: TodayDaemon.environment(home: home)) : BusDaemon()
+    }
+
+    /// A todayd on the bus, once it serves its own name and `name`.
+    func start(serving name: BusName = Notifications.freedesktopName, verbose: Bool = true) async throws -> (TodayDaemon, Connection) {
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address, verbose: verbose)
+        let client = try await daemon.ready()
+        _ = try await client.waitForOwner(of: name, timeout: .seconds(10))
+        return (daemon, client)
+    }
+
+    /// Stops the bus and removes the folders; last, after every todayd.
+    func remove() {
+        bus.stop()
+        bundles.remove()
+        try? FileManager.default.removeItem(at: home)
+    }
+}
+
 /// todayd as the notification server (SPEC section 14), through real
 /// clients: notify-send, gdbus, and a GApplication written with python3-gi.
 @Suite(.showsDaemonLogs) struct NotificationServerTests {
@@ -97,14 +133,10 @@ import TodayProtocol
     }
 
     @Test func doNotDisturbAndPoliciesAreTheUsersSettings() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let home = try temporaryDirectory("notification-settings")
-        defer { try? FileManager.default.removeItem(at: home) }
-        let bus = try BusDaemon()
-        defer { bus.stop() }
-        var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
-        var client = try await daemon.ready()
+        let todayd = try RestartableTodayd("notification-settings")
+        defer { todayd.remove() }
+        let (bus, home) = (todayd.bus, todayd.home)
+        var (daemon, client) = try await todayd.start()
         let object = ["--address=\(bus.address)", "io.github.todayd.Today1", "/io/github/todayd/Today1", "io.github.todayd.Today1.Notifications"]
         // busctl sets them as any settings panel would.
         #expect(try await run(["busctl", "set-property"] + object + ["DoNotDisturb", "b", "true"]).status == 0)
@@ -127,9 +159,8 @@ import TodayProtocol
         // Read back after a restart.
         daemon.stop(keepHome: true)
         client.close()
-        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
-        defer { daemon.stop() }
-        client = try await daemon.ready()
+        (daemon, client) = try await todayd.start()
+        defer { daemon.stop(keepHome: true) }
         defer { client.close() }
         let all = try await client.call(
             Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("GetAll"), [.string(Notifications.today.name.rawValue)])
@@ -141,15 +172,9 @@ import TodayProtocol
     }
 
     @Test func whatIsAcknowledgedSurvivesAKillAndIdsGoOn() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let home = try temporaryDirectory("notifications")
-        defer { try? FileManager.default.removeItem(at: home) }
-        let bus = try BusDaemon()
-        defer { bus.stop() }
-        var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
-        var client = try await daemon.ready()
-        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let todayd = try RestartableTodayd("notifications")
+        defer { todayd.remove() }
+        var (daemon, client) = try await todayd.start()
         typealias F = Notifications.Freedesktop
         func notify(_ summary: String, timeout: Int32 = 0, hints: [(String, Value)] = []) async throws -> UInt32 {
             try await client.call(
@@ -166,16 +191,14 @@ import TodayProtocol
         daemon.process.waitUntilExit()
         client.close()
 
-        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
-        defer { daemon.stop() }
-        client = try await daemon.ready()
+        (daemon, client) = try await todayd.start()
+        defer { daemon.stop(keepHome: true) }
         defer { client.close() }
         let kept = try await Self.list(client)
         #expect(kept.map { $0["summary"]?.string ?? "" } == (1...4).reversed().map { "message \($0)" })
         #expect(kept.map { $0["id"]?.uint64 ?? 0 } == ids.prefix(4).reversed().map(UInt64.init))
         // Hints as sent, type and all.
         #expect(kept.last?["hints"].flatMap(VariantDictionary.init)?.dictionary["x-count"] == .uint16(1))
-        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
         let next = try await notify("after the restart")
         #expect(next == ids[4] + 1, "ids go on: \(next)")
 
@@ -220,12 +243,9 @@ import TodayProtocol
     /// the app receives the action and its target.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3-gi"))
     func aGApplicationsActionReachesTheRestartedApp() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let home = try temporaryDirectory("gapplication")
-        defer { try? FileManager.default.removeItem(at: home) }
-        let services = home.appendingPathComponent("services")
-        try FileManager.default.createDirectory(at: services, withIntermediateDirectories: true)
+        let todayd = try RestartableTodayd("gapplication", activating: true)
+        defer { todayd.remove() }
+        let (home, services) = (todayd.home, todayd.services)
         let received = home.appendingPathComponent("received")
         let app = home.appendingPathComponent("notes.py")
         try """
@@ -260,11 +280,8 @@ import TodayProtocol
             """.write(to: app, atomically: true, encoding: .utf8)
         try "[D-BUS Service]\nName=org.example.Notes\nExec=/usr/bin/python3 \(app.path) \(received.path) --gapplication-service\n".write(
             to: services.appendingPathComponent("org.example.Notes.service"), atomically: true, encoding: .utf8)
-        let bus = try BusDaemon(serviceFolders: [services.path], environment: TodayDaemon.environment(home: home))
-        defer { bus.stop() }
-        var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
-        var client = try await daemon.ready()
-        _ = try await client.waitForOwner(of: Notifications.gtkName, timeout: .seconds(10))
+        let bus = todayd.bus
+        var (daemon, client) = try await todayd.start(serving: Notifications.gtkName)
 
         // The app sends its notification and exits.
         var environment = TodayDaemon.environment(home: home)
@@ -279,9 +296,8 @@ import TodayProtocol
         // todayd restarts; the list still has it, and its action still works.
         daemon.stop(keepHome: true)
         client.close()
-        daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
-        defer { daemon.stop() }
-        client = try await daemon.ready()
+        (daemon, client) = try await todayd.start(serving: Notifications.gtkName)
+        defer { daemon.stop(keepHome: true) }
         defer { client.close() }
         #expect(try await Self.list(client).map { $0["id"]?.uint64 } == [id])
         try await client.call(
@@ -298,17 +314,12 @@ import TodayProtocol
     static let rounds = Int(ProcessInfo.processInfo.environment["TODAY_TORTURE_ROUNDS"] ?? "") ?? 3
 
     @Test func killedDuringAFloodLosesNothingAcknowledged() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let home = try temporaryDirectory("notification-crash")
-        defer { try? FileManager.default.removeItem(at: home) }
-        let bus = try BusDaemon()
-        defer { bus.stop() }
+        let todayd = try RestartableTodayd("notification-crash")
+        defer { todayd.remove() }
+        let bus = todayd.bus
         var acknowledged: Set<UInt32> = []
         for round in 1...Self.rounds {
-            let daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address, verbose: false)
-            let client = try await daemon.ready()
-            _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+            let (daemon, client) = try await todayd.start(verbose: false)
             // Every acknowledged notification of the rounds before is there.
             let listed = Set(try await NotificationServerTests.list(client).compactMap { $0["id"]?.uint64 }.map { UInt32($0) })
             #expect(acknowledged.isSubset(of: listed), "round \(round): lost \(acknowledged.subtracting(listed).sorted())")
@@ -348,9 +359,8 @@ import TodayProtocol
             #expect(acknowledged.isDisjoint(with: ids), "round \(round): an id of an earlier round was given again")
             acknowledged.formUnion(ids)
         }
-        let daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop(keepHome: true) }
         defer { client.close() }
         let listed = Set(try await NotificationServerTests.list(client).compactMap { $0["id"]?.uint64 }.map { UInt32($0) })
         #expect(acknowledged.isSubset(of: listed), "lost \(acknowledged.subtracting(listed).sorted())")

@@ -55,8 +55,10 @@ struct NotificationBook: Sendable {
     var capacity = 1_000
     /// The user's settings: an app's policy changes what its notifications do.
     var settings = NotificationSettings()
+    /// Notifications one app may post in a second, by default.
+    static let defaultRate = 100
     /// Notifications one app may post in a second.
-    var ratePerSecond = 100
+    var ratePerSecond = defaultRate
     /// The last id given: never given again.
     private(set) var lastID: UInt32 = 0
     /// The list, by id, and newest first.

@@ -76,11 +76,12 @@ final class NotificationService: Sendable {
     /// before this returns.
     func post(_ posting: NotificationBook.Posting) throws -> UInt32 {
         let at = now()
-        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], lastID: UInt32), NotificationBook.Refusal> = book.withLock { book in
+        typealias Posted = (id: UInt32, effects: [NotificationBook.Effect], lastID: UInt32, expires: Date?)
+        let result: Result<Posted, NotificationBook.Refusal> = book.withLock { book in
             let before = book.lastID
             do throws(NotificationBook.Refusal) {
                 let (id, effects) = try book.post(posting, at: at)
-                return .success((id, effects, book.lastID == before ? 0 : book.lastID))
+                return .success((id, effects, book.lastID == before ? 0 : book.lastID, book.byID[id]?.expires))
             } catch {
                 return .failure(error)
             }
@@ -88,10 +89,10 @@ final class NotificationService: Sendable {
         switch result {
         case .failure(.tooMany(let app)):
             throw DBusError(
-                .limitsExceeded, "'\(app)' sent more than \(NotificationBook().ratePerSecond) notifications in a second; send fewer (replace one with replaces_id)")
+                .limitsExceeded, "'\(app)' sent more than \(NotificationBook.defaultRate) notifications in a second; send fewer (replace one with replaces_id)")
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
-        case .success(let (id, effects, lastID)):
+        case .success(let (id, effects, lastID, expires)):
             if lastID != 0 {
                 do {
                     try store.saveLastID(lastID)
@@ -100,7 +101,9 @@ final class NotificationService: Sendable {
                 }
             }
             carryOut(effects)
-            scheduleExpiry()
+            // Only this one's expiry can come before the one armed: no walk
+            // over the list at every Notify.
+            if let expires { scheduleExpiry(due: expires) }
             return id
         }
     }
@@ -199,6 +202,11 @@ final class NotificationService: Sendable {
     /// before the one armed.
     func scheduleExpiry() {
         guard let due = book.withLock({ $0.nextExpiry }) else { return }
+        scheduleExpiry(due: due)
+    }
+
+    /// Arms the expiry for `due`, where that comes before the one armed.
+    private func scheduleExpiry(due: Date) {
         expiry.withLock { current in
             if let current, current.at <= due { return }
             current?.task.cancel()
