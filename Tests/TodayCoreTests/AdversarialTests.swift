@@ -55,8 +55,8 @@ import TodayProtocol
         defer { try? FileManager.default.removeItem(at: home) }
         let runsFile = home.path + "/data/todayd/containers/org.example.Crash.W/runs"
         func runs() -> Int { ((try? String(contentsOfFile: runsFile, encoding: .utf8)) ?? "").split(separator: "\n").count }
-        let clock = Locked(Date())
-        try await withService(bundles: bundles.path, home: home, now: { clock.value }) { client, _ in
+        let clock = ManualClock(Date())
+        try await withService(bundles: bundles.path, home: home, clock: .manual(clock)) { client, _ in
             let id = "org.example.Crash.W"
             for _ in 0..<Int(Schedule.requestThreshold) {
                 #expect(try await client.widget(id, "PerformUpdate").body.first == .string("failed"))
@@ -75,12 +75,12 @@ import TodayProtocol
             #expect(try await client.center("UpdateAll").body.first?.description.contains("failed") == true)
             #expect(runs() == 3)
             // After a second it may run again; it fails, and the wait doubles.
-            clock.value = clock.value.addingTimeInterval(1.1)
+            clock.advance(by: 1.1)
             #expect(try await client.widget(id, "PerformUpdate").body.first == .string("failed"))
             #expect(runs() == 4)
-            clock.value = clock.value.addingTimeInterval(1.1)
+            clock.advance(by: 1.1)
             await #expect(throws: DBusError.self) { try await client.widget(id, "PerformUpdate") }
-            clock.value = clock.value.addingTimeInterval(1)
+            clock.advance(by: 1)
             #expect(try await client.widget(id, "PerformUpdate").body.first == .string("failed"))
             #expect(runs() == 5)
         }

@@ -303,10 +303,10 @@ extension Connection {
 /// connection and the bus.
 func withService(
     bundles: String, home: URL, userID: UInt32 = getuid(), procRoot: String = "/proc",
-    now: @escaping @Sendable () -> Date = { Date() },
+    clock: ServiceClock = .system,
     _ body: (Connection, BusDaemon) async throws -> Void
 ) async throws {
-    try await withService(bundles: bundles, home: home, userID: userID, procRoot: procRoot, now: now) { _, client, bus in
+    try await withService(bundles: bundles, home: home, userID: userID, procRoot: procRoot, clock: clock) { _, client, bus in
         try await body(client, bus)
     }
 }
@@ -314,14 +314,14 @@ func withService(
 /// `withService`, with the service itself for tests that reach into it.
 func withService(
     bundles: String, home: URL, userID: UInt32 = getuid(), procRoot: String = "/proc",
-    now: @escaping @Sendable () -> Date = { Date() },
+    clock: ServiceClock = .system,
     _ body: (TodayService, Connection, BusDaemon) async throws -> Void
 ) async throws {
     try await withPrivateBus { bus, serviceConnection in
         let directories = Directories(environment: TodayDaemon.environment(home: home), extraBundleFolders: [bundles])
         let service = TodayService(
             connection: serviceConnection, directories: directories, log: Logger(verbose: false), userID: userID,
-            procRoot: procRoot, now: now)
+            procRoot: procRoot, clock: clock)
         service.reload()
         try await service.start()
         _ = try await serviceConnection.requestName(Today.busName, flags: [.doNotQueue])

@@ -95,15 +95,15 @@ import TodayProtocol
             ])
         let home = try temporaryDirectory("clock")
         defer { try? FileManager.default.removeItem(at: home) }
-        let clock = Locked(Date())
-        try await withService(bundles: bundles.path, home: home, now: { clock.value }) { client, _ in
+        let clock = ManualClock(Date())
+        try await withService(bundles: bundles.path, home: home, clock: .manual(clock)) { client, _ in
             let id = "org.example.Clock.W"
             let planned = try await client.property(id, "NextScheduledUpdate").uint64 ?? 0
-            let start = ValueMapping.microseconds(clock.value)
+            let start = ValueMapping.microseconds(clock.now)
             #expect(planned >= start + 600_000_000 && planned <= start + 660_000_000)
             #expect(try await client.property(id, "ScheduledUpdatesLeftToday") == .uint32(96))
 
-            clock.value = clock.value.addingTimeInterval(661)
+            clock.advance(by: 661)
             var result = Value.string("")
             _ = try await eventually(6) {
                 result = try await client.property(id, "LastResult")
@@ -111,7 +111,7 @@ import TodayProtocol
             }
             #expect(result == .string("new-data"))
             let left = try await client.property(id, "ScheduledUpdatesLeftToday")
-            let now = clock.value
+            let now = clock.now
             // The run counts against the budget of the day it ran on.
             #expect(left == .uint32(95))
             let next = try await client.property(id, "NextScheduledUpdate").uint64 ?? 0

@@ -16,10 +16,10 @@ final class NotificationService: Sendable {
     let store: NotificationStore
     /// `$XDG_CONFIG_HOME/todayd/notifications.plist`: the user's settings.
     let settingsPath: String
-    let now: @Sendable () -> Date
+    let clock: ServiceClock
     private let book: Mutex<NotificationBook>
-    /// The expiry under way: when it fires, and its task.
-    private let expiry = Mutex<(at: Date, task: Task<Void, Never>)?>(nil)
+    /// Closes the notifications whose time has run out, when it runs out.
+    private let expiry = Mutex<(any DueTimer)?>(nil)
     let freedesktop: ExportedInterface
     let gtk: ExportedInterface
     /// The Notifications interface of the manager object.
@@ -29,12 +29,12 @@ final class NotificationService: Sendable {
     static let longestSummary = 1024
     static let longestBody = 65_536
 
-    init(connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, now: (@Sendable () -> Date)?) {
+    init(connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, clock: ServiceClock) {
         self.connection = connection
         self.identities = identities
         self.urls = urls
         self.log = log
-        self.now = now ?? { Date() }
+        self.clock = clock
         store = NotificationStore(directories: directories, log: log)
         settingsPath = directories.configHome + "/todayd/notifications.plist"
         let (lastID, kept) = store.load()
@@ -53,14 +53,16 @@ final class NotificationService: Sendable {
     func start() {
         connection.objects.export(Notifications.freedesktopPath, [freedesktop])
         connection.objects.export(Notifications.gtkPath, [gtk])
-        let effects = book.withLock { $0.catchUp(at: now()) }
+        let effects = book.withLock { $0.catchUp(at: clock.now) }
         carryOut(effects)
-        scheduleExpiry()
+        let timer = clock.timer(named: "todayd-expiry") { [weak self] in self?.expire() ?? 3600 }
+        if timer == nil { log.warning("no timerfd: notifications do not expire") }
+        expiry.withLock { $0 = timer }
     }
 
     /// Flushes the store.
     func stop() {
-        expiry.withLock { $0?.task.cancel() }
+        expiry.withLock { $0 }?.stop()
         store.flush()
     }
 
@@ -75,7 +77,7 @@ final class NotificationService: Sendable {
     /// Posts `posting` and carries out what follows; the store has it
     /// before this returns.
     func post(_ posting: NotificationBook.Posting) throws -> UInt32 {
-        let at = now()
+        let at = clock.now
         typealias Posted = (id: UInt32, effects: [NotificationBook.Effect], lastID: UInt32, expires: Date?)
         let result: Result<Posted, NotificationBook.Refusal> = book.withLock { book in
             let before = book.lastID
@@ -103,7 +105,7 @@ final class NotificationService: Sendable {
             carryOut(effects)
             // Only this one's expiry can come before the one armed: no walk
             // over the list at every Notify.
-            if let expires { scheduleExpiry(due: expires) }
+            if let expires { expiry.withLock { $0 }?.poke(ifBefore: expires) }
             return id
         }
     }
@@ -198,29 +200,13 @@ final class NotificationService: Sendable {
 
     // MARK: Expiry
 
-    /// Arms the expiry for the next notification due, where that comes
-    /// before the one armed.
-    func scheduleExpiry() {
-        guard let due = book.withLock({ $0.nextExpiry }) else { return }
-        scheduleExpiry(due: due)
-    }
-
-    /// Arms the expiry for `due`, where that comes before the one armed.
-    private func scheduleExpiry(due: Date) {
-        expiry.withLock { current in
-            if let current, current.at <= due { return }
-            current?.task.cancel()
-            let wait = max(0, due.timeIntervalSince(now()))
-            let task = Task { [weak self] in
-                try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
-                guard !Task.isCancelled, let self else { return }
-                self.expiry.withLock { $0 = nil }
-                let effects = self.book.withLock { $0.expire(at: self.now()) }
-                self.carryOut(effects)
-                self.scheduleExpiry()
-            }
-            current = (due, task)
-        }
+    /// Closes what has expired; returns how many seconds until the next
+    /// notification expires (an hour at most).
+    private func expire() -> Double {
+        let now = clock.now
+        let (effects, next) = book.withLock { book in (book.expire(at: now), book.nextExpiry) }
+        carryOut(effects)
+        return min(next.map { $0.timeIntervalSince(now) } ?? 3600, 3600)
     }
 
     // MARK: Reading

@@ -132,8 +132,7 @@ struct SpawnedProcess {
         let start = ContinuousClock.now
         var collected = Collected(outputLimit: limits.output, errorLimit: limits.errorLog)
         var inputOffset = 0
-        var reason: FailureReason?
-        var killAt: ContinuousClock.Instant?
+        var deadlines = RunDeadlines(start: start, timeout: limits.timeout, grace: limits.grace)
         var exited = false
         let pid = self.pid
         let memory = MemoryWatch.shared.watch(pid, limit: limits.memory)
@@ -180,15 +179,20 @@ struct SpawnedProcess {
         // output pipe full.
         let quietUntil = inputFitted ? start + quietPeriod : start
 
-        func stop(_ why: FailureReason, signal: Int32) {
-            if reason == nil { reason = why }
-            if confined && signal == SIGTERM {
+        func send(_ signal: RunDeadlines.Signal) {
+            switch signal {
+            case .terminate where confined:
+                // Confined, the provider is bwrap: the SIGTERM goes to what
+                // runs inside it.
                 for inside in MemoryWatch.descendants(of: pid) { try? Processes.signal(inside, SIGTERM) }
-            } else {
-                try? Processes.signal(group: pid, signal)
+            case .terminate:
+                try? Processes.signal(group: pid, SIGTERM)
+            case .kill:
+                try? Processes.signal(group: pid, SIGKILL)
             }
-            if signal == SIGTERM, killAt == nil { killAt = .now + limits.grace }
-            if signal == SIGKILL { killAt = .now }
+        }
+        func stop(_ why: FailureReason, signal: RunDeadlines.Signal) {
+            send(deadlines.stop(why, signal: signal, at: .now))
         }
 
         /// Takes what `file` has to read now into output or error: `empty`
@@ -199,7 +203,7 @@ struct SpawnedProcess {
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             if isOutput {
                 collected.takeOutput(bytes)
-                if collected.tooLarge { stop(.tooLarge, signal: SIGKILL) }
+                if collected.tooLarge { stop(.tooLarge, signal: .kill) }
             } else {
                 collected.takeError(bytes)
             }
@@ -213,8 +217,8 @@ struct SpawnedProcess {
             polls.removeAll(keepingCapacity: true)
             // Nothing to do before the process ends, writes or reaches a
             // deadline: the time limit, or the grace after SIGTERM.
-            var deadline = killAt ?? (start + limits.timeout)
-            if exit != nil, stdin == nil, reason == nil, ContinuousClock.now < quietUntil {
+            var deadline = deadlines.next
+            if exit != nil, stdin == nil, deadlines.reason == nil, ContinuousClock.now < quietUntil {
                 deadline = min(deadline, quietUntil)
             } else {
                 if let stdin { polls.append(pollfd(fd: stdin.rawValue, events: Int16(POLLOUT), revents: 0)) }
@@ -234,15 +238,8 @@ struct SpawnedProcess {
                     stderr = nil
                 }
             }
-            let now = ContinuousClock.now
-            if reason == nil, now - start >= limits.timeout { stop(.timeout, signal: SIGTERM) }
-            if let due = killAt, now >= due {
-                try? Processes.signal(group: pid, SIGKILL)
-                // Again later if the process outlives it (an uninterruptible
-                // wait delays it).
-                killAt = now + .milliseconds(100)
-            }
-            if reason == nil, memory.exceeded { stop(.memoryLimit, signal: SIGKILL) }
+            for signal in deadlines.due(at: .now) { send(signal) }
+            if deadlines.reason == nil, memory.exceeded { stop(.memoryLimit, signal: .kill) }
             exited = Processes.hasEnded(pid)
         }
         // What the process wrote just before it ended (a leftover of its
@@ -253,7 +250,7 @@ struct SpawnedProcess {
         stdout = nil
         stderr = nil
         MemoryWatch.shared.stop(memory)
-        if reason == nil, memory.exceeded { reason = .memoryLimit }
+        if deadlines.reason == nil, memory.exceeded { _ = deadlines.stop(.memoryLimit, signal: .kill, at: .now) }
         // The ended provider, unreaped, still holds its pid and so its
         // group's id: what is left of the group is killed now, while the
         // id cannot name anything else. Once reaped, it could.
@@ -265,7 +262,7 @@ struct SpawnedProcess {
         for line in String(decoding: collected.errorText, as: UTF8.self).split(separator: "\n") { log(String(line)) }
         if collected.errorDropped > 0 { log("(\(collected.errorDropped) more bytes of standard error dropped)") }
 
-        if let reason { return (.killed(reason), collected.output) }
+        if let reason = deadlines.reason { return (.killed(reason), collected.output) }
         let signalNumber = status & 0x7f
         if signalNumber == 0 { return (.exited((status >> 8) & 0xff), collected.output) }
         return (.signaled(signalNumber), collected.output)
@@ -277,6 +274,59 @@ struct SpawnedProcess {
 
     private mutating func closeInput() {
         stdin = nil
+    }
+}
+
+/// A run's time limit and what stopping it takes, by the times it is
+/// given (events in, signals out; the caller reads the clock, and a test
+/// passes the times it wants): SIGTERM once the time limit is reached,
+/// SIGKILL when the grace after it is over, and SIGKILL again every 100 ms
+/// while the process outlives it (an uninterruptible wait delays it).
+struct RunDeadlines {
+    enum Signal: Equatable {
+        case terminate
+        case kill
+    }
+
+    let start: ContinuousClock.Instant
+    let timeout: Duration
+    let grace: Duration
+    /// Why the run was stopped, the first reason given.
+    private(set) var reason: FailureReason?
+    /// When SIGKILL is next due.
+    private(set) var killAt: ContinuousClock.Instant?
+
+    init(start: ContinuousClock.Instant, timeout: Duration, grace: Duration) {
+        self.start = start
+        self.timeout = timeout
+        self.grace = grace
+    }
+
+    /// The latest time to look again.
+    var next: ContinuousClock.Instant { killAt ?? start + timeout }
+
+    /// The run must stop, for `why`, with `signal`: it returns that signal,
+    /// to send now. A SIGTERM starts the grace (once); a SIGKILL is due again
+    /// at once, so the next look repeats it.
+    mutating func stop(_ why: FailureReason, signal: Signal, at now: ContinuousClock.Instant) -> Signal {
+        if reason == nil { reason = why }
+        switch signal {
+        case .terminate where killAt == nil: killAt = now + grace
+        case .terminate: break
+        case .kill: killAt = now
+        }
+        return signal
+    }
+
+    /// The signals due at `now`, in the order to send them.
+    mutating func due(at now: ContinuousClock.Instant) -> [Signal] {
+        var signals: [Signal] = []
+        if reason == nil, now - start >= timeout { signals.append(stop(.timeout, signal: .terminate, at: now)) }
+        if let due = killAt, now >= due {
+            signals.append(.kill)
+            killAt = now + .milliseconds(100)
+        }
+        return signals
     }
 }
 

@@ -26,7 +26,7 @@ public final class TodayService: Sendable {
 
     public init(
         connection: Connection, directories: Directories, log: Logger, environment: [String: String] = [:],
-        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", now: (@Sendable () -> Date)? = nil,
+        busAddress: String? = nil, userID: UInt32 = getuid(), procRoot: String = "/proc", clock: ServiceClock = .system,
         confinement: ProviderRun.Confinement = .none, notifications serveNotifications: Bool = true
     ) {
         self.connection = connection
@@ -38,11 +38,11 @@ public final class TodayService: Sendable {
         urls = URLService(connection: connection, identities: identities, environment: environment, busAddress: busAddress, log: log)
         widgets = WidgetService(
             connection: connection, directories: directories, identities: identities, providers: providers, groups: groups, urls: urls,
-            log: log, environment: environment, busAddress: busAddress, confinement: confinement, now: now)
+            log: log, environment: environment, busAddress: busAddress, confinement: confinement, clock: clock)
         catalog = CatalogService(directories: directories, widgets: widgets, groups: groups, urls: urls, log: log)
         notifications =
             serveNotifications
-            ? NotificationService(connection: connection, directories: directories, identities: identities, urls: urls, log: log, now: now)
+            ? NotificationService(connection: connection, directories: directories, identities: identities, urls: urls, log: log, clock: clock)
             : nil
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,

@@ -4,8 +4,9 @@ import FoundationEssentials
 import Posix
 import Synchronization
 
-/// The scheduler's one timer, for every widget: a thread of its own that
-/// runs `fire` and sleeps until the wall-clock time it returns, on a
+/// A `DueTimer` on the system's clock (the widgets' scheduler has one, the
+/// notifications' expiry another): a thread of its own that runs `fire`
+/// and sleeps until the wall-clock time it returns, on a
 /// timerfd (CLOCK_REALTIME, absolute, TFD_TIMER_CANCEL_ON_SET). A time
 /// that passes during a suspend fires at the resume; setting the clock
 /// wakes it at once, and `fire` then sees the new time. `poke()` wakes it
@@ -15,7 +16,7 @@ import Synchronization
 /// The timer owns both of its descriptors: they close when it goes, never
 /// under a `poke()`, so a poke that comes after `stop()` (a change during
 /// todayd's shutdown) wakes nobody and writes to no other file.
-final class WallClockTimer: Sendable {
+final class WallClockTimer: DueTimer {
     private let timer: FileDescriptor
     private let wake: FileDescriptor
     private let stopped = Atomic(false)
@@ -23,15 +24,16 @@ final class WallClockTimer: Sendable {
     /// while `fire` runs and until the timer is set again.
     private let deadline = Atomic<Double>(.infinity)
 
-    /// Starts the thread, or returns nil where the kernel has no timerfd.
-    /// `fire` returns how many seconds to sleep before calling it again;
-    /// `ended` runs on the thread as it ends, after `stop()`.
-    init?(fire: @escaping @Sendable () -> Double, ended: @escaping @Sendable () -> Void = {}) {
+    /// Starts the thread, named `name`, or returns nil where the kernel has
+    /// no timerfd. `fire` returns how many seconds to sleep before calling
+    /// it again; `ended` runs on the thread as it ends, after `stop()`.
+    init?(name: String = "todayd-timer", fire: @escaping @Sendable () -> Double, ended: @escaping @Sendable () -> Void = {}) {
         guard let timer = try? FileDescriptor.wallClockTimer(), let wake = try? FileDescriptor.eventCounter() else { return nil }
         self.timer = timer
         self.wake = wake
         do {
             try Threads.detach { [self] in
+                today_set_thread_name(name)
                 loop(fire)
                 ended()
             }
@@ -62,7 +64,6 @@ final class WallClockTimer: Sendable {
     }
 
     private func loop(_ fire: @Sendable () -> Double) {
-        today_set_thread_name("todayd-timer")
         let entries = [Poll.Entry(timer), Poll.Entry(wake)]
         while !stopped.load(ordering: .sequentiallyConsistent) {
             // What changes while `fire` looks may come too late for it to

@@ -3,29 +3,31 @@ import FoundationEssentials
 import Synchronization
 import TodayProtocol
 
-/// When the scheduler looks at the widgets: the wall-clock timer where the
-/// kernel has timerfd, else a task that looks once a second. It owns the
-/// timer; what a look does is the widget service's (`runDueUpdates`).
+/// When the scheduler looks at the widgets: the clock's timer (the
+/// wall-clock timer where the kernel has timerfd), else a task that looks
+/// once a second. It owns the timer; what a look does is the widget
+/// service's (`runDueUpdates`).
 final class WidgetScheduler: Sendable {
     /// The longest it sleeps.
-    let longestWait: Double
+    let longestWait: Double = 3600
+    private let clock: ServiceClock
     private let log: Logger
     private let state = Mutex(State())
 
     private struct State {
-        var timer: WallClockTimer?
+        var timer: (any DueTimer)?
         var fallback: Task<Void, Never>?
     }
 
-    init(longestWait: Double, log: Logger) {
-        self.longestWait = longestWait
+    init(clock: ServiceClock, log: Logger) {
+        self.clock = clock
         self.log = log
     }
 
     /// Starts looking: `look` runs what is due and returns how many
     /// seconds to wait before it runs again (nil once its owner is gone).
     func start(_ look: @escaping @Sendable () -> Double?) {
-        if let timer = WallClockTimer(fire: { look() ?? 3600 }) {
+        if let timer = clock.timer(named: "todayd-timer", fire: { look() ?? 3600 }) {
             state.withLock { $0.timer = timer }
             return
         }

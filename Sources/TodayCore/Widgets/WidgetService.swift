@@ -28,7 +28,7 @@ final class WidgetService: Sendable {
     /// How exec providers are confined.
     let confinement: ProviderRun.Confinement
     /// The clock; tests pass their own.
-    let now: @Sendable () -> Date
+    let clock: ServiceClock
     private let state = Mutex(State())
 
     private struct State {
@@ -43,7 +43,7 @@ final class WidgetService: Sendable {
     init(
         connection: Connection, directories: Directories, identities: Identities, providers: RunningProviders, groups: GroupService,
         urls: URLService, log: Logger, environment: [String: String], busAddress: String?, confinement: ProviderRun.Confinement,
-        now: (@Sendable () -> Date)?
+        clock: ServiceClock
     ) {
         self.connection = connection
         self.directories = directories
@@ -55,13 +55,14 @@ final class WidgetService: Sendable {
         self.environment = environment
         self.busAddress = busAddress
         self.confinement = confinement
-        self.now = now ?? { Date() }
+        self.clock = clock
         store = WidgetStore(directories: directories)
         records = RecordWriter(store: store, log: log)
-        // A clock a test passes can jump without the kernel telling the
-        // timer: the scheduler then looks once a second.
-        scheduler = WidgetScheduler(longestWait: now == nil ? 3600 : 1, log: log)
+        scheduler = WidgetScheduler(clock: clock, log: log)
     }
+
+    /// What time it is, by the service's clock.
+    func now() -> Date { clock.now }
 
     /// Starts the scheduler.
     func start() {
