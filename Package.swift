@@ -36,7 +36,7 @@ let package = Package(
         // What todayd, its clients and TodayKit share: names, paths,
         // interfaces, value mapping, ids, results and error names.
         .target(name: "TodayProtocol", dependencies: ["DBus", "PropertyList"]),
-        .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CSystem", "Posix"]),
+        .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CLibXML2", "CSystem", "Posix"]),
         .target(name: "TodayKit", dependencies: ["TodayProtocol", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix"]),

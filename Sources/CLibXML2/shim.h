@@ -6,6 +6,7 @@
  * private members depend on this switch, and we never touch them. */
 #undef LIBXML_ICU_ENABLED
 #include <libxml/parser.h>
+#include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
 #include <libxml/SAX2.h>
 #include <libxml/xmlerror.h>

@@ -2,6 +2,13 @@ import CLibXML2
 import FoundationEssentials
 import Glibc
 
+/// libxml2, ready for any of its parsers in the process: its one-time
+/// set-up (`xmlInitParser`, the nesting limit) done once, before the first
+/// parse of any kind.
+public enum LibXML2 {
+    public static func ready() { _ = XMLPlistReader.initialize }
+}
+
 /// Reads XML property lists with libxml2's SAX2 parser: no network, no DTD
 /// loading, no entity declarations or references, bounded size and depth.
 /// Either the whole value or an error with line and column; never a part.

@@ -165,7 +165,9 @@ extension NotificationService {
         let appID = caller ?? desktopEntry ?? (appName.isEmpty ? "unknown" : appName)
         var notification = TodayNotification(
             id: 0, appID: appID, appName: appName.isEmpty ? appID : appName, summary: cut(summary, to: longestSummary),
-            body: cut(body, to: longestBody), appIcon: appIcon,
+            // Cut before it is parsed, so a huge body costs no more than
+            // 64 KiB of parsing; the parser recovers from a cut tag.
+            body: NotificationMarkup.reduce(cut(body, to: longestBody)), appIcon: appIcon,
             actions: stride(from: 0, to: actions.count, by: 2).map { .init(key: actions[$0], label: actions[$0 + 1]) }, urgency: urgency,
             category: try string("category") ?? "", time: Date(), source: .freedesktop)
         notification.desktopEntry = desktopEntry
@@ -220,7 +222,9 @@ extension NotificationService {
         let name = appID.split(separator: ".").last.map(String.init) ?? appID
         var posted = TodayNotification(
             id: 0, appID: appID, appName: name, summary: cut(values["title"]?.string ?? "", to: longestSummary),
-            body: cut(values["body"]?.string ?? "", to: longestBody), actions: actions, urgency: urgency,
+            // GNotification's body is text: escaped, as markup of its own.
+            body: NotificationMarkup.reduce(NotificationMarkup.escape(cut(values["body"]?.string ?? "", to: longestBody))), actions: actions,
+            urgency: urgency,
             category: values["category"]?.string ?? "", time: Date(), source: .gtk)
         posted.gtkID = id
         posted.gtkDefaultAction = values["default-action"]?.string

@@ -1,0 +1,179 @@
+import CLibXML2
+import FoundationEssentials
+import PropertyList
+
+/// A notification body's markup reduced to the Desktop Notifications
+/// Specification's subset (SPEC section 14): `<b>`, `<i>`, `<u>` and
+/// `<a href="…">` are kept; `<img alt="…">` becomes its alt text (its
+/// source is never loaded), `<br>` a line break; every other element is
+/// dropped and its text kept, shown as text. The result is well-formed
+/// markup of those four elements only, its text escaped, which GTK's and
+/// Pango's markup read as it is.
+///
+/// Senders write bodies as anything from plain text with a bare `&` or `<`
+/// ("Tom & Jerry", "a < b") to HTML with unclosed tags, so the body is read
+/// by libxml2's HTML parser, which recovers as a browser does, never by
+/// patterns. It is parsed inside `<html><body><div>`, so that whitespace
+/// between elements is kept; what closes those early is read on.
+enum NotificationMarkup {
+    /// `body` reduced to the subset; at most `limit` UTF-8 bytes (cut on a
+    /// character of the text, never inside an element or an escape).
+    static func reduce(_ body: String, limit: Int = NotificationService.longestBody) -> String {
+        guard body.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") }) else {
+            return NotificationService.cut(body, to: limit)
+        }
+        var output = Output(limit: limit)
+        let document = "<html><body><div>" + body
+        LibXML2.ready()
+        today_xml_quiet_thread()
+        let options = HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_NONET.rawValue
+        let parsed: htmlDocPtr? = document.withCString { text in
+            guard let size = Int32(exactly: document.utf8.count) else { return nil }
+            return htmlReadMemory(text, size, nil, "UTF-8", Int32(options))
+        }
+        guard let parsed else {
+            // The parser could not start: the whole body as text.
+            output.text(body)
+            return output.result
+        }
+        defer { xmlFreeDoc(parsed) }
+        output.walk(parsed.pointee.children)
+        return output.result
+    }
+
+    /// Text escaped for markup: `&`, `<`, `>` and, in attributes, `"`.
+    static func escape(_ text: String, attribute: Bool = false) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"" where attribute: escaped += "&quot;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+
+    /// The reduced markup as it is written: the elements open, text escaped
+    /// and counted against the limit.
+    private struct Output {
+        let limit: Int
+        var result = ""
+        var full = false
+        /// The elements open, innermost last, as their closing tags.
+        var open: [String] = []
+
+        init(limit: Int) {
+            self.limit = limit
+        }
+
+        /// Bytes the closing tags of what is open will take.
+        var closing: Int { open.reduce(0) { $0 + $1.utf8.count } }
+
+        mutating func text(_ text: String) {
+            guard !full, !text.isEmpty else { return }
+            let escaped = escape(text)
+            let room = limit - result.utf8.count - closing
+            if escaped.utf8.count <= room {
+                result += escaped
+                return
+            }
+            // Cut on a character, with `…` (3 bytes), never within an escape.
+            for character in text {
+                let piece = escape(String(character))
+                guard result.utf8.count + piece.utf8.count + 3 + closing <= limit else { break }
+                result += piece
+            }
+            result += "…"
+            full = true
+        }
+
+        /// Opens `name` (one of the subset) with its opening tag; false where
+        /// the limit leaves no room for it and its closing.
+        mutating func open(_ name: String, tag: String) -> Bool {
+            let closingTag = "</\(name)>"
+            // Bold inside bold adds nothing (a link inside a link is the
+            // outer one's).
+            guard !open.contains(closingTag) else { return false }
+            guard !full, result.utf8.count + tag.utf8.count + closingTag.utf8.count + closing + 3 <= limit else { return false }
+            result += tag
+            open.append(closingTag)
+            return true
+        }
+
+        mutating func close() {
+            if let tag = open.popLast() { result += tag }
+        }
+
+        /// Writes `first` and its siblings, depth first, without recursion
+        /// (a body of 64 KiB can nest deeper than a thread's stack).
+        mutating func walk(_ first: xmlNodePtr?) {
+            // Each level: the next sibling to visit, and whether the element
+            // that holds it was opened (its closing is written on leaving).
+            var stack: [(next: xmlNodePtr?, opened: Bool)] = [(first, false)]
+            while let top = stack.last {
+                guard let node = top.next else {
+                    stack.removeLast()
+                    if top.opened { close() }
+                    continue
+                }
+                stack[stack.count - 1].next = node.pointee.next
+                switch node.pointee.type {
+                case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
+                    text(Self.string(node.pointee.content))
+                case XML_ELEMENT_NODE:
+                    let name = Self.string(node.pointee.name)
+                    var opened = false
+                    switch name {
+                    case "b", "i", "u":
+                        opened = open(name, tag: "<\(name)>")
+                    case "a":
+                        let href = Self.attribute(node, "href")
+                        if let href, !href.isEmpty { opened = open("a", tag: "<a href=\"\(escape(href, attribute: true))\">") }
+                    case "img":
+                        text(Self.attribute(node, "alt") ?? "")
+                    case "br":
+                        text("\n")
+                    default:
+                        break
+                    }
+                    stack.append((node.pointee.children, opened))
+                default:
+                    // Comments, processing instructions: not text.
+                    break
+                }
+            }
+        }
+
+        static func string(_ pointer: UnsafePointer<xmlChar>?) -> String {
+            guard let pointer else { return "" }
+            return String(cString: pointer)
+        }
+
+        static func string(_ pointer: UnsafeMutablePointer<xmlChar>?) -> String {
+            string(UnsafePointer(pointer))
+        }
+
+        /// The value of the attribute `name` (lowercase, as the HTML parser
+        /// gives names), its text nodes joined; nil where it has none.
+        static func attribute(_ node: xmlNodePtr, _ name: String) -> String? {
+            var attribute = node.pointee.properties
+            while let current = attribute {
+                if string(current.pointee.name) == name {
+                    var value = ""
+                    var child = current.pointee.children
+                    while let text = child {
+                        value += string(text.pointee.content)
+                        child = text.pointee.next
+                    }
+                    return value
+                }
+                attribute = current.pointee.next
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Testing
+@testable import TodayCore
+
+/// Body markup reduced to the specification's subset (SPEC section 14),
+/// as senders write it: plain text with bare `&` and `<`, the subset,
+/// HTML, broken tags, and what tries to get out of the subset.
+@Suite struct NotificationMarkupTests {
+    struct Case: CustomTestStringConvertible {
+        let body: String
+        let reduced: String
+        var testDescription: String { body.debugDescription }
+    }
+
+    static let cases: [Case] = [
+        Case(body: "plain text\nover two lines", reduced: "plain text\nover two lines"),
+        Case(body: "Tom & Jerry", reduced: "Tom &amp; Jerry"),
+        Case(body: "a < b and c > d", reduced: "a &lt; b and c &gt; d"),
+        Case(body: "<b>bold</b> <i>italic</i> <u>under</u>", reduced: "<b>bold</b> <i>italic</i> <u>under</u>"),
+        Case(body: "<B>upper</B>", reduced: "<b>upper</b>"),
+        Case(body: #"<a href="https://example.org/?a=1&amp;b=2">link</a>"#, reduced: #"<a href="https://example.org/?a=1&amp;b=2">link</a>"#),
+        Case(body: #"<a href='x"y'>q</a>"#, reduced: #"<a href="x&quot;y">q</a>"#),
+        Case(body: "<a>no href</a>", reduced: "no href"),
+        Case(body: #"<a href="https://example.org" onclick="x()" style="color:red">l</a>"#, reduced: #"<a href="https://example.org">l</a>"#),
+        Case(body: #"see <img src="/etc/passwd" alt="a picture"/>!"#, reduced: "see a picture!"),
+        Case(body: #"<img src="https://tracker.example/p.gif">"#, reduced: ""),
+        Case(body: "one<br>two<br/>three", reduced: "one\ntwo\nthree"),
+        Case(body: "<b>unclosed", reduced: "<b>unclosed</b>"),
+        Case(body: "<b><i>crossed</b></i>", reduced: "<b><i>crossed</i></b>"),
+        Case(body: #"<span foreground="red">span</span> <font color="red">font</font>"#, reduced: "span font"),
+        Case(body: "<script>alert(1)</script>", reduced: "alert(1)"),
+        Case(body: "&lt;b&gt; is shown &amp; not bold", reduced: "&lt;b&gt; is shown &amp; not bold"),
+        Case(body: "&nbsp;&copy;&#x41;&#66;", reduced: "\u{a0}©AB"),
+        Case(body: "</div></body></html><b>after the wrapper</b>", reduced: "<b>after the wrapper</b>"),
+        Case(body: "<!-- hidden -->shown", reduced: "shown"),
+        Case(body: "<p>one</p><p>two</p>", reduced: "onetwo"),
+        Case(body: "", reduced: ""),
+    ]
+
+    @Test(arguments: cases) func reduced(_ item: Case) {
+        #expect(NotificationMarkup.reduce(item.body) == item.reduced)
+    }
+
+    @Test func aLongBodyIsCutOnACharacterOutsideAnyElement() {
+        let body = "<b>" + String(repeating: "é&", count: 100) + "</b>"
+        let reduced = NotificationMarkup.reduce(body, limit: 64)
+        #expect(reduced.utf8.count <= 64, "\(reduced.utf8.count)")
+        #expect(reduced.hasPrefix("<b>é&amp;é&amp;"))
+        #expect(reduced.hasSuffix("…</b>"), "\(reduced)")
+        // Plain text is cut the same way.
+        #expect(NotificationMarkup.reduce(String(repeating: "x", count: 100), limit: 10) == "xxxxxxx…")
+    }
+
+    @Test func deepNestingIsReadWithoutRecursion() {
+        // 20,000 levels: more than a thread's stack would take recursively.
+        // An element inside one of its own name adds nothing and is not
+        // repeated; libxml2 stops reading at its depth limit (1,024).
+        #expect(NotificationMarkup.reduce(String(repeating: "<b>", count: 20_000) + "deep") == "<b></b>")
+        #expect(NotificationMarkup.reduce(String(repeating: "<b><i>", count: 100) + "deep") == "<b><i>deep</i></b>")
+    }
+}
