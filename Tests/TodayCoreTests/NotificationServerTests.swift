@@ -171,6 +171,37 @@ final class RestartableTodayd {
         #expect(values["DoNotDisturbSchedule"] == .structure([.string("22:00"), .string("07:00")]))
         let chat = values["AppPolicies"]?.dictionaryEntries.first { $0.key == .string("org.example.Chat") }?.value
         #expect(chat.flatMap(VariantDictionary.init)?.dictionary["list"] == .boolean(false), "\(values)")
+
+        // The file edited by hand (or a dotfile manager) is followed: read
+        // again at once, announced with PropertiesChanged.
+        let announced = Locked<[String: Value]>([:])
+        try await client.subscribe(MatchRule(path: Today.managerPath, interface: .properties, member: MemberName("PropertiesChanged"))) { message in
+            guard message.body.first == .string(Notifications.today.name.rawValue) else { return }
+            for (key, value) in message.body.dropFirst().first?.stringDictionary ?? [:] { announced.withLock { $0[key] = value.unwrapped } }
+        }
+        func doNotDisturb() async throws -> Value? {
+            try await client.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+                [.string(Notifications.today.name.rawValue), .string("DoNotDisturb")]
+            ).body.first?.unwrapped
+        }
+        let edited = file + ".edit"
+        try Plist.write(.dictionary(["DoNotDisturb": .boolean(false), "DoNotDisturbFrom": .string("23:00"), "DoNotDisturbTo": .string("06:30")]), format: .xml)
+            .write(to: URL(fileURLWithPath: edited))
+        #expect(rename(edited, file) == 0)
+        #expect(try await eventually(5) { announced.value["DoNotDisturb"] == .boolean(false) }, "\(announced.value)")
+        #expect(announced.value["DoNotDisturbSchedule"] == .structure([.string("23:00"), .string("06:30")]))
+        #expect(try await doNotDisturb() == .boolean(false))
+        // A file half written, or broken, leaves the settings as they were.
+        try Data("<?xml version=\"1.0\"?><plist><dict><key>DoNotDi".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(try await eventually(5) { daemon.logText.contains("is not a property list; fix it, or remove it for the defaults") }, "\(daemon.logText)")
+        #expect(try await doNotDisturb() == .boolean(false))
+        // Removed, the defaults come back.
+        try Plist.write(.dictionary(["DoNotDisturb": .boolean(true)]), format: .xml).write(to: URL(fileURLWithPath: file))
+        #expect(try await eventually(5) { try await doNotDisturb() == .boolean(true) })
+        try FileManager.default.removeItem(atPath: file)
+        #expect(try await eventually(5) { try await doNotDisturb() == .boolean(false) })
+        #expect(try await eventually(5) { announced.value["DoNotDisturbSchedule"] == .structure([.string(""), .string("")]) })
     }
 
     @Test func whatIsAcknowledgedSurvivesAKillAndIdsGoOn() async throws {

@@ -18,8 +18,20 @@ public final class BundleWatcher: Sendable {
     private let watches = Mutex<[Int32: String]>([:])
     private let stopped = Mutex(false)
     /// Other folders watched on the same inotify instance (instances are
-    /// few per user: 128 by default), each change reported at once.
-    private let others = Mutex<(watches: [Int32: String], changed: (@Sendable () -> Void)?)>(([:], nil))
+    /// few per user: 128 by default), each change reported at once to the
+    /// clients that watch that folder (the mime-apps index, the
+    /// notification settings), each under a name of its own.
+    private let others = Mutex(Others())
+
+    private struct Others {
+        var watches: [Int32: String] = [:]
+        var clients: [String: (folders: Set<String>, changed: @Sendable () -> Void)] = [:]
+
+        /// The callbacks of the clients that watch one of `folders`.
+        func callbacks(for folders: Set<String>) -> [@Sendable () -> Void] {
+            clients.values.filter { !$0.folders.isDisjoint(with: folders) }.map(\.changed)
+        }
+    }
     /// Held while events are read and handed out, by the watcher's thread
     /// or by `drain()`: the buffer they are read into, and whether
     /// `drain()` read bundle events that the thread's debounced rescan has
@@ -42,9 +54,10 @@ public final class BundleWatcher: Sendable {
     }
 
     /// Watches `folders` too (or, for a missing one, its nearest existing
-    /// parent), in place of those given before, and calls `changed` on the
-    /// watcher's thread as soon as something in one of them changes.
-    public func watchAlso(_ folders: [String], changed: @escaping @Sendable () -> Void) {
+    /// parent) for the client `client`, in place of those it gave before,
+    /// and calls `changed` on the watcher's thread as soon as something in
+    /// one of them changes.
+    public func watchAlso(_ folders: [String], for client: String, changed: @escaping @Sendable () -> Void) {
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
         var wanted = Set<String>()
         for folder in folders {
@@ -54,14 +67,15 @@ public final class BundleWatcher: Sendable {
         }
         let bundleWatches = Set(watches.withLock { $0.keys })
         others.withLock { others in
-            for (descriptor, path) in others.watches where !wanted.contains(path) && !bundleWatches.contains(descriptor) {
+            others.clients[client] = (wanted, changed)
+            let all = others.clients.values.reduce(into: Set<String>()) { $0.formUnion($1.folders) }
+            for (descriptor, path) in others.watches where !all.contains(path) && !bundleWatches.contains(descriptor) {
                 events.removeWatch(descriptor)
             }
             others.watches = [:]
-            for path in wanted {
+            for path in all {
                 if let descriptor = try? events.addWatch(path, mask: mask) { others.watches[descriptor] = path }
             }
-            others.changed = changed
         }
     }
 
@@ -77,22 +91,23 @@ public final class BundleWatcher: Sendable {
     func drain() {
         reading.withLock { reading in
             let (bundles, other) = readEvents(into: &reading.buffer)
-            if other { others.withLock { $0.changed }?() }
+            for changed in others.withLock({ $0.callbacks(for: other) }) { changed() }
             if bundles { reading.bundlesPending = true }
         }
     }
 
-    /// Reads every queued event: whether they touch the bundle folders and
-    /// the other folders. Called with `reading` held, with its buffer.
-    private func readEvents(into buffer: inout [UInt8]) -> (bundles: Bool, others: Bool) {
+    /// Reads every queued event: whether they touch the bundle folders, and
+    /// which of the other folders they touch. Called with `reading` held,
+    /// with its buffer.
+    private func readEvents(into buffer: inout [UInt8]) -> (bundles: Bool, others: Set<String>) {
         var bundles = false
-        var other = false
+        var other = Set<String>()
         while true {
             let count = (try? buffer.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in try events.read(into: raw) }) ?? 0
             guard count > 0 else { break }
             let (inBundles, inOthers) = sort(events: buffer.prefix(count))
             bundles = bundles || inBundles
-            other = other || inOthers
+            other.formUnion(inOthers)
         }
         return (bundles, other)
     }
@@ -123,7 +138,7 @@ public final class BundleWatcher: Sendable {
             }
         }
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-        let otherWatches = Set(others.withLock { $0.watches.keys })
+        let otherWatches = others.withLock { Set($0.watches.keys) }
         watches.withLock { watches in
             let current = Set(watches.values)
             for (descriptor, path) in watches where !wanted.contains(path) {
@@ -150,7 +165,7 @@ public final class BundleWatcher: Sendable {
                 defer { reading.bundlesPending = false }
                 guard ready else { return reading.bundlesPending }
                 let (bundles, other) = readEvents(into: &reading.buffer)
-                if other { others.withLock { $0.changed }?() }
+                for changed in others.withLock({ $0.callbacks(for: other) }) { changed() }
                 return bundles || reading.bundlesPending
             }
             // Later events push the rescan back until things are quiet.
@@ -167,19 +182,24 @@ public final class BundleWatcher: Sendable {
         }
     }
 
-    /// Whether the events read touch the bundle folders' watches, and the
-    /// other folders'. An overflow (watch -1) counts for both.
-    private func sort(events bytes: ArraySlice<UInt8>) -> (bundles: Bool, others: Bool) {
-        let otherWatches = Set(others.withLock { $0.watches.keys })
+    /// Whether the events read touch the bundle folders' watches, and which
+    /// of the other folders they touch. An overflow (watch -1) counts for
+    /// every folder.
+    private func sort(events bytes: ArraySlice<UInt8>) -> (bundles: Bool, others: Set<String>) {
+        let otherWatches = others.withLock { $0.watches }
         var bundles = false
-        var other = false
+        var other = Set<String>()
         var offset = bytes.startIndex
         let header = MemoryLayout<inotify_event>.size
         while offset + header <= bytes.endIndex {
             var event = inotify_event()
             withUnsafeMutableBytes(of: &event) { $0.copyBytes(from: bytes[offset..<offset + header]) }
-            if event.wd == -1 || otherWatches.contains(event.wd) { other = true }
-            if event.wd == -1 || !otherWatches.contains(event.wd) || watches.withLock({ $0[event.wd] != nil }) { bundles = true }
+            if event.wd == -1 {
+                other.formUnion(otherWatches.values)
+            } else if let folder = otherWatches[event.wd] {
+                other.insert(folder)
+            }
+            if event.wd == -1 || otherWatches[event.wd] == nil || watches.withLock({ $0[event.wd] != nil }) { bundles = true }
             offset += header + Int(event.len)
         }
         return (bundles, other)

@@ -20,6 +20,9 @@ final class NotificationService: Sendable {
     private let book: Mutex<NotificationBook>
     /// Closes the notifications whose time has run out, when it runs out.
     private let expiry = Mutex<(any DueTimer)?>(nil)
+    /// Held while the settings file is read or written, so that changes
+    /// reach the disk and the list one at a time, in the same order.
+    private let settingsFile = Mutex(())
     let freedesktop: ExportedInterface
     let gtk: ExportedInterface
     /// The Notifications interface of the manager object.
@@ -39,7 +42,7 @@ final class NotificationService: Sendable {
         settingsPath = directories.configHome + "/todayd/notifications.plist"
         let (lastID, kept) = store.load()
         var book = NotificationBook(lastID: lastID, kept: kept)
-        book.settings = Self.readSettings(settingsPath, log: log)
+        book.settings = Self.readSettings(settingsPath, log: log) ?? NotificationSettings()
         self.book = Mutex(book)
         let late = Late<NotificationService>()
         freedesktop = Self.freedesktopObject(late)
@@ -242,13 +245,14 @@ final class NotificationService: Sendable {
 
     // MARK: Settings
 
-    /// The settings in `path`; the defaults where there is none, and a
-    /// warning for what it holds wrong.
-    static func readSettings(_ path: String, log: Logger) -> NotificationSettings {
+    /// The settings in `path`: the defaults where there is none; nil, with a
+    /// warning, where it is not a property list (being written, or broken);
+    /// a warning for each value it holds wrong, which keeps its default.
+    static func readSettings(_ path: String, log: Logger) -> NotificationSettings? {
         guard FileSystem.exists(path) else { return NotificationSettings() }
         guard let plist = (try? Plist.read(contentsOf: path))?.dictionary else {
-            log.warning("\(path) is not a property list; notification settings are the defaults until it is fixed")
-            return NotificationSettings()
+            log.warning("\(path) is not a property list; fix it, or remove it for the defaults")
+            return nil
         }
         var problems: [String] = []
         let settings = NotificationSettings(plist: plist, problems: &problems)
@@ -257,19 +261,52 @@ final class NotificationService: Sendable {
     }
 
     /// Changes the settings, keeps them (durably, before the caller hears
-    /// back) and announces what changed.
+    /// back, and before the list follows them: a change that cannot be kept
+    /// changes nothing) and announces what changed.
     func changeSettings(_ change: (inout NotificationSettings) throws -> Void) throws {
-        let settings = try book.withLock { book -> NotificationSettings in
-            var settings = book.settings
+        let settings = try settingsFile.withLock { _ in
+            var settings = book.withLock { $0.settings }
             try change(&settings)
-            book.settings = settings
+            do {
+                try DurableFile.write(try Plist.write(.dictionary(settings.plist), format: .xml), to: settingsPath)
+            } catch {
+                throw TodayError.storage("cannot keep the notification settings in \(settingsPath): \(error)")
+            }
+            book.withLock { $0.settings = settings }
             return settings
         }
-        do {
-            try DurableFile.write(try Plist.write(.dictionary(settings.plist), format: .xml), to: settingsPath)
-        } catch {
-            throw TodayError.storage("cannot keep the notification settings in \(settingsPath): \(error)")
+        announce(settings)
+    }
+
+    /// Reads the settings again whenever their file changes (an editor, a
+    /// script, a dotfile manager): SPEC section 14. A file being written,
+    /// or broken, leaves the settings as they were; a file removed brings
+    /// back the defaults. Where the folder does not exist yet, its nearest
+    /// parent is watched until it does.
+    func follow(_ watcher: BundleWatcher) {
+        watcher.watchAlso([PathText.parent(of: settingsPath)], for: "notification-settings") { [weak self, weak watcher] in
+            guard let self, let watcher else { return }
+            self.settingsFileChanged()
+            // The folder may have just appeared: watch it from now on.
+            self.follow(watcher)
         }
+    }
+
+    private func settingsFileChanged() {
+        let changed = settingsFile.withLock { _ -> NotificationSettings? in
+            guard let read = Self.readSettings(settingsPath, log: log) else { return nil }
+            return book.withLock { book in
+                guard book.settings != read else { return nil }
+                book.settings = read
+                return read
+            }
+        }
+        guard let changed else { return }
+        log.info("notification settings read again from \(settingsPath)")
+        announce(changed)
+    }
+
+    private func announce(_ settings: NotificationSettings) {
         typealias C = Notifications.Center
         center.set([
             (C.doNotDisturb.name, .boolean(settings.doNotDisturb)),
@@ -277,6 +314,7 @@ final class NotificationService: Sendable {
             (C.appPolicies.name, settings.policiesValue),
         ])
     }
+
     var counts: (count: UInt32, unseen: UInt32) { book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) } }
 }
 

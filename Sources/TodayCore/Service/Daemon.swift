@@ -185,6 +185,7 @@ public enum Daemon {
         let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(.bundlesChanged) }
         if let watcher {
             service.mimeIndex.follow(watcher)
+            service.notifications?.follow(watcher)
         } else {
             log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP")
         }

@@ -51,6 +51,6 @@ final class MimeIndexCache: Sendable {
     }
 
     private func watch(_ folders: Set<String>, on watcher: BundleWatcher) {
-        watcher.watchAlso(folders.sorted()) { [weak self] in self?.changed.withLock { $0 = true } }
+        watcher.watchAlso(folders.sorted(), for: "mime-apps") { [weak self] in self?.changed.withLock { $0 = true } }
     }
 }
