@@ -5,7 +5,7 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release examples test-build test adversarial soak torture bench screenshots fuzz run demo install deb interfaces clean
+.PHONY: all deps build release examples test-build test adversarial soak torture flood bench screenshots fuzz run demo install deb interfaces clean
 PREFIX ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 600
@@ -60,6 +60,11 @@ soak: test-build
 TORTURE_ROUNDS ?= 200
 torture: test-build
 	TODAY_TORTURE_ROUNDS=$(TORTURE_ROUNDS) $(TEST_BINARY) --testing-library swift-testing --filter "CrashTests"
+
+# 100,000 notifications from 10 apps while another app and a widget are
+# timed (NotificationFloodTests; TODAY_FLOOD_PER_APP to change the size).
+flood: test-build
+	TODAY_TEST_ALONE=1 $(TEST_BINARY) --testing-library swift-testing --filter NotificationFloodTests
 
 # libFuzzer targets for the property-list readers, FUZZ_SECONDS each.
 fuzz: deps

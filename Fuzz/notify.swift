@@ -9,17 +9,17 @@ import Foundation
 
 private func notifyArguments(_ body: [Value]) -> (String, UInt32, String, String, String, [String], VariantDictionary, Int32)? {
     guard body.count == 8, case .string(let app) = body[0], case .uint32(let replaces) = body[1], case .string(let icon) = body[2],
-        case .string(let summary) = body[3], case .string(let text) = body[4], let actions = body[5].strings,
+        case .string(let summary) = body[3], case .string(let text) = body[4], case .array(.string, let items) = body[5],
         let hints = VariantDictionary(body[6]), case .int32(let timeout) = body[7]
     else { return nil }
-    return (app, replaces, icon, summary, text, actions, hints, timeout)
+    return (app, replaces, icon, summary, text, items.compactMap(\.string), hints, timeout)
 }
 
 /// Each seed is Notify's arguments as one structure, in D-Bus's wire format.
 private func writeSeeds(to folder: String) {
     func seed(_ name: String, _ arguments: [Value]) {
         guard let bytes = try? Value.structure(arguments).wireBytes() else { return }
-        FileManager.default.createFile(atPath: folder + "/" + name, contents: bytes)
+        _ = FileManager.default.createFile(atPath: folder + "/" + name, contents: bytes)
     }
     func notify(_ hints: [(String, Value)], body: String = "body") -> [Value] {
         [.string("App"), .uint32(0), .string(""), .string("Summary"), .string(body), .strings(["default", "Open", "reply", "Reply"]),

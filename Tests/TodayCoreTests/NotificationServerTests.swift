@@ -233,7 +233,9 @@ final class RestartableTodayd {
         // Hints as sent, type and all.
         #expect(kept.last?["hints"].flatMap(VariantDictionary.init)?.dictionary["x-count"] == .uint16(1))
         let next = try await notify("after the restart")
-        #expect(next == ids[4] + 1, "ids go on: \(next)")
+        // After a kill, ids go on past the block reserved before it (after
+        // a clean stop, from the last one given): never one given before.
+        #expect(next > ids[4] && next <= ids[4] + NotificationService.idBlock + 1, "ids go on: \(next) after \(ids)")
 
         // Expiry: the time runs out, NotificationClosed(id, 1), still in the list, closed.
         let closed = Locked<[[Value]]>([])
@@ -248,6 +250,13 @@ final class RestartableTodayd {
         try await client.call(Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name, F.closeNotification, next)
         #expect(try await eventually(5) { closed.value.contains([.uint32(next), .uint32(3)]) })
         #expect(try await Self.list(client).allSatisfy { $0["id"] != .uint32(next) })
+
+        // After a clean stop, ids go on from the last one given.
+        let last = try await notify("before a clean stop")
+        daemon.stop(keepHome: true)
+        client.close()
+        (daemon, client) = try await todayd.start()
+        #expect(try await notify("after a clean stop") == last + 1)
     }
 
     @Test func badImageDataIsRefusedSayingWhy() async throws {

@@ -60,6 +60,15 @@ struct NotificationBook: Sendable {
     /// Notifications one app may post in a second.
     var ratePerSecond = defaultRate
     /// The last id given: never given again.
+    /// When the service's expiry timer is set to look next; kept with the
+    /// book, so that a Notify decides under the same lock as the look
+    /// whether its expiry comes sooner (and only then wakes the timer: a
+    /// flood of notifications must not wake it at each one).
+    var expiryLooksAt: Date = .distantFuture
+    /// Ids up to this one are kept as given (`last-id` on disk): the
+    /// service reserves them a block at a time before it gives them, so
+    /// that a Notify writes no id of its own.
+    var idsReserved: UInt32 = 0
     private(set) var lastID: UInt32 = 0
     /// The list, by id, and newest first.
     private(set) var byID: [UInt32: TodayNotification] = [:]
@@ -214,8 +223,8 @@ struct NotificationBook: Sendable {
         var effects: [Effect] = []
         var changed: [UInt32] = []
         var removed: [UInt32] = []
-        for (id, notification) in byID.sorted(by: { $0.key < $1.key }) where notification.isOpen {
-            guard let expires = notification.expires, expires <= now else { continue }
+        let due = byID.filter { $0.value.isOpen && ($0.value.expires.map { $0 <= now } ?? false) }
+        for (id, notification) in due.sorted(by: { $0.key < $1.key }) {
             if notification.transient {
                 effects += remove([id], reason: .expired)
                 removed.append(id)

@@ -16,11 +16,14 @@ import PropertyList
 /// patterns. It is parsed inside `<html><body><div>`, so that whitespace
 /// between elements is kept; what closes those early is read on.
 enum NotificationMarkup {
+    /// Longest kept body, in UTF-8 bytes (SPEC section 14).
+    static let longestBody = 65_536
+
     /// `body` reduced to the subset; at most `limit` UTF-8 bytes (cut on a
     /// character of the text, never inside an element or an escape).
-    static func reduce(_ body: String, limit: Int = NotificationService.longestBody) -> String {
+    static func reduce(_ body: String, limit: Int = longestBody) -> String {
         guard body.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") }) else {
-            return NotificationService.cut(body, to: limit)
+            return cut(body, to: limit)
         }
         var output = Output(limit: limit)
         let document = "<html><body><div>" + body
@@ -39,6 +42,20 @@ enum NotificationMarkup {
         defer { xmlFreeDoc(parsed) }
         output.walk(parsed.pointee.children)
         return output.result
+    }
+
+    /// Cuts `text` to `limit` UTF-8 bytes, on a character, with `…`.
+    static func cut(_ text: String, to limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var result = ""
+        var bytes = 0
+        for character in text {
+            let size = character.utf8.count
+            guard bytes + size <= limit - 3 else { break }
+            result.append(character)
+            bytes += size
+        }
+        return result + "…"
     }
 
     /// Text escaped for markup: `&`, `<`, `>` and, in attributes, `"`.

@@ -30,7 +30,7 @@ final class NotificationService: Sendable {
 
     /// Longest kept summary and body, in UTF-8 bytes; longer is cut with `…`.
     static let longestSummary = 1024
-    static let longestBody = 65_536
+    static let longestBody = NotificationMarkup.longestBody
 
     init(connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, clock: ServiceClock) {
         self.connection = connection
@@ -42,6 +42,8 @@ final class NotificationService: Sendable {
         settingsPath = directories.configHome + "/todayd/notifications.plist"
         let (lastID, kept) = store.load()
         var book = NotificationBook(lastID: lastID, kept: kept)
+        // What was reserved may have been given before a kill: go on after it.
+        book.idsReserved = book.lastID
         book.settings = Self.readSettings(settingsPath, log: log) ?? NotificationSettings()
         self.book = Mutex(book)
         let late = Late<NotificationService>()
@@ -63,11 +65,21 @@ final class NotificationService: Sendable {
         expiry.withLock { $0 = timer }
     }
 
-    /// Flushes the store.
+    /// Flushes the store, with the last id given: after a clean stop, ids
+    /// go on from it; after a kill, from the end of the block reserved.
     func stop() {
         expiry.withLock { $0 }?.stop()
+        book.withLock { book in
+            guard (try? store.saveLastID(book.lastID)) != nil else { return }
+            book.idsReserved = book.lastID
+        }
         store.flush()
     }
+
+    /// Ids reserved at a time, and how close to the end of a block the
+    /// next is reserved.
+    static let idBlock: UInt32 = 1000
+    static let idsAhead: UInt32 = 10
 
     /// A connection left the bus: its inhibitions end.
     func left(_ uniqueName: String) {
@@ -81,12 +93,30 @@ final class NotificationService: Sendable {
     /// before this returns.
     func post(_ posting: NotificationBook.Posting) throws -> UInt32 {
         let at = clock.now
-        typealias Posted = (id: UInt32, effects: [NotificationBook.Effect], lastID: UInt32, expires: Date?)
-        let result: Result<Posted, NotificationBook.Refusal> = book.withLock { book in
-            let before = book.lastID
+        typealias Posted = (id: UInt32, effects: [NotificationBook.Effect], sooner: Bool)
+        let result: Result<Posted, NotificationBook.Refusal> = try book.withLock { book in
+            // The next block of ids is on disk before one of it is given
+            // (once in 1,000 Notify calls; a small write, under the lock so
+            // that no id of the block can be answered before it is kept).
+            if book.lastID >= book.idsReserved || book.idsReserved - book.lastID < Self.idsAhead {
+                let reserved = book.lastID > UInt32.max - Self.idBlock ? UInt32.max : book.lastID + Self.idBlock
+                do {
+                    try store.saveLastID(reserved)
+                } catch {
+                    throw TodayError.storage("cannot keep the notification ids in \(store.folder): \(error)")
+                }
+                book.idsReserved = reserved
+            }
             do throws(NotificationBook.Refusal) {
                 let (id, effects) = try book.post(posting, at: at)
-                return .success((id, effects, book.lastID == before ? 0 : book.lastID, book.byID[id]?.expires))
+                // Only this one's expiry can come before the next look: no
+                // walk over the list, and no wake, at every Notify.
+                var sooner = false
+                if let expires = book.byID[id]?.expires, expires < book.expiryLooksAt {
+                    book.expiryLooksAt = expires
+                    sooner = true
+                }
+                return .success((id, effects, sooner))
             } catch {
                 return .failure(error)
             }
@@ -97,35 +127,15 @@ final class NotificationService: Sendable {
                 .limitsExceeded, "'\(app)' sent more than \(NotificationBook.defaultRate) notifications in a second; send fewer (replace one with replaces_id)")
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
-        case .success(let (id, effects, lastID, expires)):
-            if lastID != 0 {
-                do {
-                    try store.saveLastID(lastID)
-                } catch {
-                    log.warning("cannot keep the last notification id: \(error)")
-                }
-            }
+        case .success(let (id, effects, sooner)):
             carryOut(effects)
-            // Only this one's expiry can come before the one armed: no walk
-            // over the list at every Notify.
-            if let expires { expiry.withLock { $0 }?.poke(ifBefore: expires) }
+            if sooner { expiry.withLock { $0 }?.poke() }
             return id
         }
     }
 
     /// Cuts `text` to `limit` UTF-8 bytes, on a character, with `…`.
-    static func cut(_ text: String, to limit: Int) -> String {
-        guard text.utf8.count > limit else { return text }
-        var result = ""
-        var bytes = 0
-        for character in text {
-            let size = character.utf8.count
-            guard bytes + size <= limit - 3 else { break }
-            result.append(character)
-            bytes += size
-        }
-        return result + "…"
-    }
+    static func cut(_ text: String, to limit: Int) -> String { NotificationMarkup.cut(text, to: limit) }
 
     /// Who the caller is, for the list's grouping (SPEC section 14): a
     /// Flatpak sender's app id, else the bundle of a provider or a
@@ -207,9 +217,14 @@ final class NotificationService: Sendable {
     /// notification expires (an hour at most).
     private func expire() -> Double {
         let now = clock.now
-        let (effects, next) = book.withLock { book in (book.expire(at: now), book.nextExpiry) }
+        let (effects, wait) = book.withLock { book in
+            let effects = book.expire(at: now)
+            let wait = min(book.nextExpiry.map { $0.timeIntervalSince(now) } ?? 3600, 3600)
+            book.expiryLooksAt = now.addingTimeInterval(wait)
+            return (effects, wait)
+        }
         carryOut(effects)
-        return min(next.map { $0.timeIntervalSince(now) } ?? 3600, 3600)
+        return wait
     }
 
     // MARK: Reading
