@@ -110,6 +110,12 @@ public final class FileDescriptor: Sendable {
         _ = try retryingInterrupts(.fsync) { fsync(rawValue) }
     }
 
+    /// Cuts the file (or lengthens it with zeros) to `size` bytes. The
+    /// corresponding C function is `ftruncate`.
+    public func truncate(to size: Int) throws(Errno) {
+        _ = try retryingInterrupts(.truncate) { ftruncate(rawValue, off_t(size)) }
+    }
+
     /// The file's status.
     public func status() throws(Errno) -> stat {
         var info = stat()

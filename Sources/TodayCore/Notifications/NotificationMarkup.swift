@@ -110,7 +110,7 @@ enum NotificationMarkup {
 
         /// Opens `name` (one of the subset) with its opening tag; false where
         /// the limit leaves no room for it and its closing.
-        mutating func open(_ name: String, tag: String) -> Bool {
+        mutating func begin(_ name: String, tag: String) -> Bool {
             let closingTag = "</\(name)>"
             // Bold inside bold adds nothing (a link inside a link is the
             // outer one's).
@@ -121,7 +121,7 @@ enum NotificationMarkup {
             return true
         }
 
-        mutating func close() {
+        mutating func end() {
             if let tag = open.popLast() { result += tag }
         }
 
@@ -134,7 +134,7 @@ enum NotificationMarkup {
             while let top = stack.last {
                 guard let node = top.next else {
                     stack.removeLast()
-                    if top.opened { close() }
+                    if top.opened { end() }
                     continue
                 }
                 stack[stack.count - 1].next = node.pointee.next
@@ -146,10 +146,10 @@ enum NotificationMarkup {
                     var opened = false
                     switch name {
                     case "b", "i", "u":
-                        opened = open(name, tag: "<\(name)>")
+                        opened = begin(name, tag: "<\(name)>")
                     case "a":
                         let href = Self.attribute(node, "href")
-                        if let href, !href.isEmpty { opened = open("a", tag: "<a href=\"\(escape(href, attribute: true))\">") }
+                        if let href, !href.isEmpty { opened = begin("a", tag: "<a href=\"\(escape(href, attribute: true))\">") }
                     case "img":
                         text(Self.attribute(node, "alt") ?? "")
                     case "br":

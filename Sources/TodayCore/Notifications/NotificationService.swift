@@ -51,6 +51,7 @@ final class NotificationService: Sendable {
         gtk = Self.gtkObject(late)
         center = Self.centerObject(late, count: UInt32(book.count), unseen: UInt32(book.unseen.count), settings: book.settings)
         late.set(self)
+        store.follow { [weak self] in self?.list }
     }
 
     /// Exports the two servers' objects, closes what expired while todayd
