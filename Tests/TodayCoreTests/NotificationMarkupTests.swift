@@ -34,6 +34,8 @@ import Testing
         Case(body: "<!-- hidden -->shown", reduced: "shown"),
         Case(body: "<p>one</p><p>two</p>", reduced: "onetwo"),
         Case(body: "", reduced: ""),
+        Case(body: "bell\u{07} and\u{1c} escape\u{1b}[31m\tend", reduced: "bell and escape[31m\tend"),
+        Case(body: "<b>\u{01}x\u{FFFF}</b>", reduced: "<b>x</b>"),
     ]
 
     @Test(arguments: cases) func reduced(_ item: Case) {

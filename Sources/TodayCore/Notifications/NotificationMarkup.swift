@@ -22,7 +22,8 @@ enum NotificationMarkup {
     /// `body` reduced to the subset; at most `limit` UTF-8 bytes (cut on a
     /// character of the text, never inside an element or an escape).
     static func reduce(_ body: String, limit: Int = longestBody) -> String {
-        guard body.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") }) else {
+        guard body.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") }) || body.unicodeScalars.contains(where: isRefused)
+        else {
             return cut(body, to: limit)
         }
         var output = Output(limit: limit)
@@ -58,17 +59,26 @@ enum NotificationMarkup {
         return result + "…"
     }
 
-    /// Text escaped for markup: `&`, `<`, `>` and, in attributes, `"`.
+    /// Characters that markup cannot hold (XML 1.0, which GTK's markup
+    /// follows): control characters but tab, line feed and carriage
+    /// return, and U+FFFE and U+FFFF. They are left out.
+    static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
+        (scalar.value < 0x20 && scalar != "\t" && scalar != "\n" && scalar != "\r") || scalar.value == 0xFFFE || scalar.value == 0xFFFF
+    }
+
+    /// Text escaped for markup: `&`, `<`, `>` and, in attributes, `"`;
+    /// what markup cannot hold left out.
     static func escape(_ text: String, attribute: Bool = false) -> String {
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
+        for scalar in text.unicodeScalars {
+            switch scalar {
             case "&": escaped += "&amp;"
             case "<": escaped += "&lt;"
             case ">": escaped += "&gt;"
             case "\"" where attribute: escaped += "&quot;"
-            default: escaped.append(character)
+            case _ where isRefused(scalar): break
+            default: escaped.unicodeScalars.append(scalar)
             }
         }
         return escaped
