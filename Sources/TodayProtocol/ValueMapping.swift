@@ -104,4 +104,10 @@ public enum ValueMapping {
         // NaN fails the comparison above; a rounded value below 2^64 converts.
         return value < 0x1p64 ? UInt64(value) : UInt64.max
     }
+
+    /// `date` as `microseconds` keeps it: what is kept as a time reads
+    /// back equal.
+    public static func storable(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: Double(microseconds(date)) / 1_000_000)
+    }
 }

@@ -42,6 +42,18 @@ import TodayProtocol
         #expect(try full.post(Self.posting("f"), at: Self.start).id == 1)
     }
 
+    /// The notify fuzz target's first finding: a timeout whose expiry fell
+    /// between two microseconds read back as another date.
+    @Test func whatIsKeptReadsBackTheSame() throws {
+        for timeout: Int32 in [1, 999, 570_425_343, .max] {
+            var book = NotificationBook()
+            let at = Self.start.addingTimeInterval(0.123_456_789)
+            let (id, _) = try book.post(Self.posting("t", timeout: timeout), at: at)
+            let kept = try #require(book.byID[id])
+            #expect(TodayNotification(stored: kept.stored) == kept, "timeout \(timeout) ms")
+        }
+    }
+
     @Test func replacingKeepsTheIdMovesToTheTopAndClosesNothing() throws {
         var book = NotificationBook()
         let id = try book.post(Self.posting("downloading"), at: Self.start).id
@@ -140,11 +152,11 @@ import TodayProtocol
         #expect(book.list.map(\.summary) == ["n4", "n3", "n2"])
 
         var flood = NotificationBook()
-        for _ in 0..<flood.ratePerSecond { _ = try flood.post(Self.posting("x", app: "spam"), at: Self.start) }
-        #expect(throws: NotificationBook.Refusal.tooMany(appID: "spam")) { try flood.post(Self.posting("x", app: "spam"), at: Self.start) }
+        for _ in 0..<flood.ratePerSecond { try flood.admit("spam", at: Self.start) }
+        #expect(throws: NotificationBook.Refusal.tooMany(appID: "spam")) { try flood.admit("spam", at: Self.start.addingTimeInterval(0.9)) }
         // Another app is not held up, and the next second counts afresh.
-        _ = try flood.post(Self.posting("hello", app: "mail"), at: Self.start)
-        _ = try flood.post(Self.posting("x", app: "spam"), at: Self.start.addingTimeInterval(1))
+        try flood.admit("mail", at: Self.start)
+        try flood.admit("spam", at: Self.start.addingTimeInterval(1))
     }
 
     @Test func inhibitionsEndWithTheirCallersConnection() {

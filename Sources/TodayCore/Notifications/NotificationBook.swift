@@ -115,21 +115,28 @@ struct NotificationBook: Sendable {
         return lastID
     }
 
-    /// Posts `posting` at `now`: a new notification, or one that replaces
-    /// another in place (same id, moved to the top, no NotificationClosed).
-    /// Returns its id.
+    /// Counts a notification of `appID` at `now` against its app's rate:
+    /// `tooMany` past `ratePerSecond` in one second. Asked before a
+    /// notification is read (its markup parsed, its image scaled), so that
+    /// what a flood sends beyond the rate costs next to nothing.
+    mutating func admit(_ appID: String, at now: Date) throws(Refusal) {
+        let second = Int64(now.timeIntervalSince1970.rounded(.down))
+        let rate = rates[appID]
+        let counted = rate?.second == second ? rate?.count ?? 0 : 0
+        guard counted < ratePerSecond else { throw .tooMany(appID: appID) }
+        rates[appID] = (second, counted + 1)
+        if rates.count > 4 * capacity { rates = rates.filter { $0.value.second == second } }
+    }
+
+    /// Posts `posting` at `now` (admitted first: `admit`): a new
+    /// notification, or one that replaces another in place (same id, moved
+    /// to the top, no NotificationClosed). Returns its id.
     mutating func post(_ posting: Posting, at now: Date) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
         var notification = posting.notification
         let policy = settings.policy(for: notification.appID)
         if let urgency = policy.urgency { notification.urgency = urgency }
         // An app kept out of the list: shown and gone, as a transient one.
         if !policy.list { notification.transient = true }
-        let second = Int64(now.timeIntervalSince1970.rounded(.down))
-        let rate = rates[notification.appID]
-        let counted = rate?.second == second ? rate?.count ?? 0 : 0
-        guard counted < ratePerSecond else { throw .tooMany(appID: notification.appID) }
-        rates[notification.appID] = (second, counted + 1)
-        if rates.count > 4 * capacity { rates = rates.filter { $0.value.second == second } }
 
         // What it replaces: the id asked for, where todayd gave it and it is
         // still in the list; else the same app's notification with the same
@@ -143,6 +150,9 @@ struct NotificationBook: Sendable {
             replaced = order.first { byID[$0]?.source == .gtk && byID[$0]?.appID == notification.appID && byID[$0]?.gtkID == gtkID }
         }
         notification.id = replaced ?? nextID()
+        // Times as the store keeps them (microseconds), so that the list
+        // after a restart is the list before it.
+        let now = ValueMapping.storable(now)
         notification.time = now
         notification.isOpen = true
         let seconds: Double? =
@@ -151,7 +161,7 @@ struct NotificationBook: Sendable {
             case ..<0: Self.defaultTimeout(notification.urgency)
             default: Double(posting.expireTimeout) / 1000
             }
-        notification.expires = seconds.map { now.addingTimeInterval($0) }
+        notification.expires = seconds.map { ValueMapping.storable(now.addingTimeInterval($0)) }
 
         var effects: [Effect] = []
         let id = notification.id

@@ -10,13 +10,18 @@ extension NotificationService {
         return ExportedInterface(
             Notifications.freedesktop, properties: [F.inhibited.name: .boolean(false)],
             bindings: [
-                F.notify.task { call, appName, replaces, appIcon, summary, body, actions, hints, timeout in
+                F.notify.deferred { call, answer, appName, replaces, appIcon, summary, body, actions, hints, timeout in
                     let service = try late.get()
-                    let caller = await service.callerApp(call)
-                    let posting = try Self.posting(
-                        appName: appName, replaces: replaces, appIcon: appIcon, summary: summary, body: body, actions: actions, hints: hints,
-                        timeout: timeout, caller: caller)
-                    return [.uint32(try service.post(posting))]
+                    try service.inTurn(call, answer) {
+                        let caller = await service.callerApp(call)
+                        // Counted before it is read: beyond the rate, a
+                        // notification costs no parsing.
+                        try service.admit(Self.appID(caller: caller, appName: appName, hints: hints))
+                        let posting = try Self.posting(
+                            appName: appName, replaces: replaces, appIcon: appIcon, summary: summary, body: body, actions: actions,
+                            hints: hints, timeout: timeout, caller: caller)
+                        return [.uint32(try service.post(posting))]
+                    }
                 },
                 F.closeNotification.immediate { _, id in
                     try late.get().change { $0.recall(id) }
@@ -46,11 +51,14 @@ extension NotificationService {
         return ExportedInterface(
             Notifications.gtk,
             bindings: [
-                G.addNotification.task { call, appID, id, notification in
+                G.addNotification.deferred { call, answer, appID, id, notification in
                     let service = try late.get()
-                    try await service.checkGtkSender(call, appID: appID)
-                    _ = try service.post(try Self.posting(gtkApp: appID, id: id, notification))
-                    return []
+                    try service.inTurn(call, answer) {
+                        try await service.checkGtkSender(call, appID: appID)
+                        try service.admit(appID)
+                        _ = try service.post(try Self.posting(gtkApp: appID, id: id, notification))
+                        return []
+                    }
                 },
                 G.removeNotification.task { call, appID, id in
                     let service = try late.get()
@@ -135,6 +143,14 @@ extension NotificationService {
         "transient", "x-canonical-private-synchronous", "x-dunst-stack-tag",
     ]
 
+    /// The app a notification belongs to (SPEC section 14): the sender's
+    /// bundle or Flatpak app; else the `desktop-entry` hint; else app_name.
+    static func appID(caller: String?, appName: String, hints: VariantDictionary) -> String {
+        if let caller { return caller }
+        if case .string(let entry)? = hints.dictionary["desktop-entry"], !entry.isEmpty { return entry }
+        return appName.isEmpty ? "unknown" : appName
+    }
+
     /// Notify's arguments as a posting; InvalidArgs saying what is wrong.
     static func posting(
         appName: String, replaces: UInt32, appIcon: String, summary: String, body: String, actions: [String], hints: VariantDictionary,
@@ -162,7 +178,7 @@ extension NotificationService {
             return on
         }
         let desktopEntry = try string("desktop-entry").flatMap { $0.isEmpty ? nil : $0 }
-        let appID = caller ?? desktopEntry ?? (appName.isEmpty ? "unknown" : appName)
+        let appID = appID(caller: caller, appName: appName, hints: hints)
         var notification = TodayNotification(
             id: 0, appID: appID, appName: appName.isEmpty ? appID : appName, summary: cut(summary, to: longestSummary),
             // Cut before it is parsed, so a huge body costs no more than

@@ -18,6 +18,8 @@ final class NotificationService: Sendable {
     let settingsPath: String
     let clock: ServiceClock
     private let book: Mutex<NotificationBook>
+    /// Notify and AddNotification, taken in turn per sender.
+    private let lanes = NotificationLanes()
     /// Closes the notifications whose time has run out, when it runs out.
     private let expiry = Mutex<(any DueTimer)?>(nil)
     /// Held while the settings file is read or written, so that changes
@@ -90,6 +92,36 @@ final class NotificationService: Sendable {
 
     // MARK: Posting
 
+    /// Runs `work` in the caller's lane (`NotificationLanes`) and answers
+    /// the call with what it returns or throws; LimitsExceeded at once
+    /// where the caller already has a lane's worth of calls waiting.
+    func inTurn(_ call: MethodCall, _ answer: PendingAnswer, _ work: @escaping @Sendable () async throws -> [Value]) throws {
+        let queued = lanes.enqueue(call.sender) {
+            do {
+                answer.succeed(try await work())
+            } catch {
+                answer.fail(error)
+            }
+        }
+        guard queued else {
+            throw DBusError(
+                .limitsExceeded, "\(lanes.depth) notifications from this connection are still waiting; wait for their answers before sending more")
+        }
+    }
+
+    /// Counts a notification of `appID` against its app's rate, before it
+    /// is read; LimitsExceeded beyond it.
+    func admit(_ appID: String) throws {
+        let at = clock.now
+        do {
+            try book.withLock { book throws(NotificationBook.Refusal) in try book.admit(appID, at: at) }
+        } catch {
+            throw DBusError(
+                .limitsExceeded,
+                "'\(appID)' sent more than \(NotificationBook.defaultRate) notifications in a second; send fewer (replace one with replaces_id)")
+        }
+    }
+
     /// Posts `posting` and carries out what follows; the store has it
     /// before this returns.
     func post(_ posting: NotificationBook.Posting) throws -> UInt32 {
@@ -123,9 +155,6 @@ final class NotificationService: Sendable {
             }
         }
         switch result {
-        case .failure(.tooMany(let app)):
-            throw DBusError(
-                .limitsExceeded, "'\(app)' sent more than \(NotificationBook.defaultRate) notifications in a second; send fewer (replace one with replaces_id)")
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
         case .success(let (id, effects, sooner)):

@@ -1,0 +1,81 @@
+import Synchronization
+
+/// Notify and AddNotification calls in lanes, one per sender, taken in
+/// turn. A sender's next call starts when its previous one has been
+/// answered, and then as a task of its own, behind the other senders'
+/// turns: a flood from one connection holds one task at a time, so another
+/// app's notification waits for one turn of each busy sender, not for
+/// everything the flood has sent (SPEC section 14: a flood from one app
+/// never delays another app's notification).
+///
+/// A lane holds at most `depth` calls; a sender with that many waiting is
+/// refused at once, before anything it sent is read.
+final class NotificationLanes: Sendable {
+    typealias Work = @Sendable () async -> Void
+
+    private struct Lane {
+        var waiting: [Work] = []
+        /// The next of `waiting` to run (the array is a queue).
+        var head = 0
+        var running = false
+
+        var isEmpty: Bool { head == waiting.count }
+
+        mutating func next() -> Work? {
+            guard !isEmpty else { return nil }
+            defer {
+                head += 1
+                if head == waiting.count {
+                    waiting.removeAll(keepingCapacity: true)
+                    head = 0
+                }
+            }
+            return waiting[head]
+        }
+    }
+
+    private let lanes = Mutex<[String: Lane]>([:])
+    /// Calls one sender may have waiting.
+    let depth: Int
+
+    init(depth: Int = 256) {
+        self.depth = depth
+    }
+
+    /// Queues `work` in `sender`'s lane and starts the lane where it is
+    /// idle; false, and nothing queued, where the lane is full.
+    func enqueue(_ sender: String, _ work: @escaping Work) -> Bool {
+        let start: Bool? = lanes.withLock { lanes in
+            var lane = lanes[sender] ?? Lane()
+            guard lane.waiting.count - lane.head < depth else { return nil }
+            lane.waiting.append(work)
+            let start = !lane.running
+            lane.running = true
+            lanes[sender] = lane
+            return start
+        }
+        guard let start else { return false }
+        if start { Task { await self.turn(sender) } }
+        return true
+    }
+
+    /// Calls waiting in every lane.
+    var waiting: Int {
+        lanes.withLock { $0.values.reduce(0) { $0 + $1.waiting.count - $1.head } }
+    }
+
+    /// Runs `sender`'s next call, then gives the lane's next turn to a new
+    /// task (behind the others' turns), or lets the lane go when empty.
+    private func turn(_ sender: String) async {
+        guard let work = lanes.withLock({ $0[sender]?.next() }) else { return }
+        await work()
+        let more = lanes.withLock { lanes in
+            guard let lane = lanes[sender], !lane.isEmpty else {
+                lanes[sender] = nil
+                return false
+            }
+            return true
+        }
+        if more { Task { await self.turn(sender) } }
+    }
+}
