@@ -20,6 +20,12 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
+        // Deflate for the PNG files of notification pictures.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // The Today view only: todayd and todayctl never link GTK.
         .systemLibrary(
             name: "CGtk",
@@ -36,7 +42,7 @@ let package = Package(
         // What todayd, its clients and TodayKit share: names, paths,
         // interfaces, value mapping, ids, results and error names.
         .target(name: "TodayProtocol", dependencies: ["DBus", "PropertyList"]),
-        .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CLibXML2", "CSystem", "Posix"]),
+        .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CLibXML2", "CZlib", "CSystem", "Posix"]),
         .target(name: "TodayKit", dependencies: ["TodayProtocol", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix"]),

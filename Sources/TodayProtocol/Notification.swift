@@ -75,8 +75,13 @@ public struct TodayNotification: Sendable, Equatable {
     public var time: Date
     /// Open: not expired nor closed; a closed one can stay in the list.
     public var isOpen: Bool
+    /// The picture of `image-data`, until todayd keeps it as `imageFile`.
     public var image: Image?
+    /// The `image-path` hint, as a path.
     public var imagePath: String?
+    /// The PNG file todayd keeps of `image-data`: given as `image-path`
+    /// (before the hint's), and removed with the notification.
+    public var imageFile: String?
     /// A progress bar, 0 to 100.
     public var value: Int32?
     /// Stays open after an action.
@@ -129,7 +134,7 @@ public struct TodayNotification: Sendable, Equatable {
             ("source", .string(source.rawValue)), ("hints", hints.value),
         ]
         if let image { entries.append(("image-data", image.value)) }
-        if let imagePath { entries.append(("image-path", .string(imagePath))) }
+        if let path = imageFile ?? imagePath { entries.append(("image-path", .string(path))) }
         if let value { entries.append(("value", .int32(value))) }
         return entries
     }
@@ -161,6 +166,7 @@ public struct TodayNotification: Sendable, Equatable {
             ])
         }
         if let imagePath { d["image-path"] = .string(imagePath) }
+        if let imageFile { d["image-file"] = .string(imageFile) }
         if let value { d["value"] = .integer(Int64(value)) }
         if let expires { d["expires"] = .unsigned(ValueMapping.microseconds(expires)) }
         if let stackTag { d["stack-tag"] = .string(stackTag) }
@@ -202,6 +208,7 @@ public struct TodayNotification: Sendable, Equatable {
                 bitsPerSample: number("bits"), channels: number("channels"), data: data)
         }
         imagePath = d["image-path"]?.string
+        imageFile = d["image-file"]?.string
         value = d["value"]?.int64.flatMap { Int32(exactly: $0) }
         expires = date("expires")
         stackTag = d["stack-tag"]?.string

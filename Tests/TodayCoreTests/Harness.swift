@@ -9,7 +9,9 @@ import TodayProtocol
 
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let todayd = root.appendingPathComponent(".build/debug/todayd").path
+    /// The debug build's, or TODAY_TEST_TODAYD's (make flood times the
+    /// release build: the rate a flood is held to is a release's figure).
+    static let todayd = ProcessInfo.processInfo.environment["TODAY_TEST_TODAYD"] ?? root.appendingPathComponent(".build/debug/todayd").path
     static let todayctl = root.appendingPathComponent(".build/debug/todayctl").path
     /// The example bundles as `make test` assembles them (manifests from
     /// data/examples, executables from Examples/).

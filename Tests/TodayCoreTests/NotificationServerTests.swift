@@ -259,6 +259,56 @@ final class RestartableTodayd {
         #expect(try await notify("after a clean stop") == last + 1)
     }
 
+    /// image-data is kept as a PNG file, given as image-path: GdkPixbuf
+    /// (python3-gi) reads it back as the picture sent, scaled to 256 at
+    /// most; it outlives a kill -9, and goes with its notification.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3-gi"))
+    func picturesAreKeptAsPNGFiles() async throws {
+        let todayd = try RestartableTodayd("notification-pictures")
+        defer { todayd.remove() }
+        var (daemon, client) = try await todayd.start()
+        typealias F = Notifications.Freedesktop
+        // 512×256 RGB, the left half red and the right half blue, rows
+        // padded to 1540 bytes.
+        var pixels = [UInt8](repeating: 0, count: 255 * 1540 + 512 * 3)
+        for y in 0..<256 {
+            for x in 0..<512 { pixels[y * 1540 + x * 3 + (x < 256 ? 0 : 2)] = 200 }
+        }
+        let image = Value.structure([.int32(512), .int32(256), .int32(1540), .boolean(false), .int32(8), .int32(3), .bytes(Data(pixels))])
+        let id = try await client.call(
+            Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name, F.notify, "Photos",
+            UInt32(0), "", "A picture", "", [String](), VariantDictionary([("image-data", image)]), Int32(0)
+        ).value(UInt32.self)
+        kill(daemon.process.processIdentifier, SIGKILL)
+        daemon.process.waitUntilExit()
+        client.close()
+        (daemon, client) = try await todayd.start()
+        defer { daemon.stop(keepHome: true) }
+        defer { client.close() }
+
+        let listed = try #require(try await Self.list(client).first)
+        #expect(listed["image-data"] == nil, "the pixels are not in the list")
+        let path = try #require(listed["image-path"]?.string)
+        #expect(path.hasPrefix(todayd.home.path + "/state/todayd/notifications/images/") && path.hasSuffix(".png"), "\(path)")
+        let read = try await run([
+            "/usr/bin/python3", "-c",
+            """
+            import sys, gi
+            gi.require_version("GdkPixbuf", "2.0")
+            from gi.repository import GdkPixbuf
+            p = GdkPixbuf.Pixbuf.new_from_file(sys.argv[1])
+            d = p.get_pixels()
+            def at(x, y): return tuple(d[y * p.get_rowstride() + x * p.get_n_channels():][:3])
+            print(p.get_width(), p.get_height(), p.get_has_alpha(), at(10, 10), at(250, 120))
+            """,
+            path,
+        ])
+        #expect(read.output.trimmingCharacters(in: .whitespacesAndNewlines) == "256 128 False (200, 0, 0) (0, 0, 200)", "\(read.output) \(read.error)")
+
+        try await client.call(Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.dismiss, id)
+        #expect(!FileManager.default.fileExists(atPath: path), "the picture goes with its notification")
+    }
+
     @Test func badImageDataIsRefusedSayingWhy() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }

@@ -1,10 +1,14 @@
 /* dbus-bench: a load client for one method, with a fixed number of calls
  * outstanding on one connection.
  *
- *   dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [-n CALLS] [-k INFLIGHT]
+ *   dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [--notify APPS] [-n CALLS] [-k INFLIGHT]
  *
  * Sends CALLS calls (default 10000), each with the string arguments given
- * and, with --options, an empty a{sv} after them (platform data),
+ * and, with --options, an empty a{sv} after them (platform data); with
+ * --notify, Notify's eight arguments instead (app_name "bench-N", N going
+ * round APPS names so that no app passes a server's rate limit, a summary
+ * numbered by the call, a short body, no actions, no hints, the default
+ * expiry),
  * keeping INFLIGHT (default 1) unanswered at a time, and prints
  *   calls=… errors=… seconds=… calls_per_s=… p50_us=… p99_us=… max_us=…
  * where the times are from sending a call to reading its reply. */
@@ -41,7 +45,7 @@ static long parse_count(const char *text, const char *what, long most) {
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [-n CALLS] [-k INFLIGHT]\n");
+        fprintf(stderr, "usage: dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [--notify APPS] [-n CALLS] [-k INFLIGHT]\n");
         return 2;
     }
     const char *destination = argv[1], *path = argv[2], *interface = argv[3], *method = argv[4];
@@ -49,11 +53,14 @@ int main(int argc, char **argv) {
     int argument_count = 0;
     long calls = 10000, inflight = 1;
     int options = 0;
+    long notify_apps = 0;
     for (int i = 5; i < argc; i++) {
         if (strcmp(argv[i], "--arg") == 0 && i + 1 < argc) {
             arguments[argument_count++] = argv[++i];
         } else if (strcmp(argv[i], "--options") == 0) {
             options = 1;
+        } else if (strcmp(argv[i], "--notify") == 0) {
+            notify_apps = parse_count(i + 1 < argc ? argv[++i] : NULL, "--notify", 1000000);
         } else if (strcmp(argv[i], "-n") == 0) {
             calls = parse_count(i + 1 < argc ? argv[++i] : NULL, "-n", 100000000);
         } else if (strcmp(argv[i], "-k") == 0) {
@@ -86,6 +93,23 @@ int main(int argc, char **argv) {
             }
             for (int i = 0; i < argument_count; i++) {
                 dbus_message_append_args(call, DBUS_TYPE_STRING, &arguments[i], DBUS_TYPE_INVALID);
+            }
+            if (notify_apps) {
+                char app[32], summary[40];
+                snprintf(app, sizeof app, "bench-%ld", sent % notify_apps);
+                snprintf(summary, sizeof summary, "Notification %ld", sent);
+                const char *app_name = app, *icon = "", *summary_text = summary, *body_text = "A body of a few words.";
+                dbus_uint32_t replaces = 0;
+                dbus_int32_t timeout = -1;
+                DBusMessageIter body, empty;
+                dbus_message_append_args(call, DBUS_TYPE_STRING, &app_name, DBUS_TYPE_UINT32, &replaces, DBUS_TYPE_STRING, &icon,
+                                         DBUS_TYPE_STRING, &summary_text, DBUS_TYPE_STRING, &body_text, DBUS_TYPE_INVALID);
+                dbus_message_iter_init_append(call, &body);
+                dbus_message_iter_open_container(&body, DBUS_TYPE_ARRAY, "s", &empty);
+                dbus_message_iter_close_container(&body, &empty);
+                dbus_message_iter_open_container(&body, DBUS_TYPE_ARRAY, "{sv}", &empty);
+                dbus_message_iter_close_container(&body, &empty);
+                dbus_message_iter_append_basic(&body, DBUS_TYPE_INT32, &timeout);
             }
             if (options) {
                 DBusMessageIter body, empty;

@@ -21,6 +21,8 @@ struct NotificationBook: Sendable {
         case store(UInt32)
         /// Remove the notification's file.
         case forget(UInt32)
+        /// Remove the picture todayd kept for a notification that is gone.
+        case dropImage(String)
         /// NotificationsChanged(changed, removed), with Count and Unseen.
         case listChanged(changed: [UInt32], removed: [UInt32])
         /// ActivationToken(id, token), then ActionInvoked(id, key).
@@ -69,6 +71,8 @@ struct NotificationBook: Sendable {
     /// service reserves them a block at a time before it gives them, so
     /// that a Notify writes no id of its own.
     var idsReserved: UInt32 = 0
+    /// The next block is being reserved.
+    var reservingIDs = false
     private(set) var lastID: UInt32 = 0
     /// The list, by id, and newest first.
     private(set) var byID: [UInt32: TodayNotification] = [:]
@@ -172,6 +176,7 @@ struct NotificationBook: Sendable {
             byID[id] = notification
             return (id, effects)
         }
+        if let replaced, let old = byID[replaced]?.imageFile, old != notification.imageFile { effects.append(.dropImage(old)) }
         if replaced != nil { order.removeAll { $0 == id } }
         byID[id] = notification
         order.insert(id, at: 0)
@@ -197,6 +202,7 @@ struct NotificationBook: Sendable {
             order.removeAll { $0 == id }
             unseen.removeAll { $0 == id }
             if wasListed { effects.append(.forget(id)) }
+            if let file = notification.imageFile { effects.append(.dropImage(file)) }
         }
         return effects
     }

@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import Posix
 import PropertyList
 import Synchronization
 import TodayProtocol
@@ -43,6 +44,7 @@ final class NotificationService: Sendable {
         store = NotificationStore(directories: directories, log: log)
         settingsPath = directories.configHome + "/todayd/notifications.plist"
         let (lastID, kept) = store.load()
+        store.sweepImages(keeping: kept)
         var book = NotificationBook(lastID: lastID, kept: kept)
         // What was reserved may have been given before a kill: go on after it.
         book.idsReserved = book.lastID
@@ -73,16 +75,40 @@ final class NotificationService: Sendable {
     func stop() {
         expiry.withLock { $0 }?.stop()
         book.withLock { book in
-            guard (try? store.saveLastID(book.lastID)) != nil else { return }
+            guard (try? store.saveLastGiven(book.lastID)) != nil else { return }
             book.idsReserved = book.lastID
         }
         store.flush()
     }
 
-    /// Ids reserved at a time, and how close to the end of a block the
-    /// next is reserved.
+    /// Ids reserved at a time.
     static let idBlock: UInt32 = 1000
-    static let idsAhead: UInt32 = 10
+
+    /// The end of the block of ids reserved after `id`.
+    static func block(after id: UInt32) -> UInt32 {
+        id > UInt32.max - idBlock ? UInt32.max : id + idBlock
+    }
+
+    /// Reserves the next block of ids, on a thread of its own: a durable
+    /// write that no Notify waits for.
+    private func reserveIDs() {
+        let start: @Sendable () -> Void = { [self] in
+            let from = book.withLock { $0.idsReserved }
+            let reserved = Self.block(after: from)
+            let kept = (try? store.saveLastID(reserved)) != nil
+            book.withLock { book in
+                book.reservingIDs = false
+                // A Notify that found none left may have reserved past it.
+                if kept, reserved > book.idsReserved { book.idsReserved = reserved }
+            }
+            if !kept { log.warning("cannot keep the notification ids in \(store.folder); the next Notify tries again") }
+        }
+        do {
+            try Threads.detach(start)
+        } catch {
+            book.withLock { $0.reservingIDs = false }
+        }
+    }
 
     /// A connection left the bus: its inhibitions end.
     func left(_ uniqueName: String) {
@@ -125,20 +151,48 @@ final class NotificationService: Sendable {
     /// Posts `posting` and carries out what follows; the store has it
     /// before this returns.
     func post(_ posting: NotificationBook.Posting) throws -> UInt32 {
+        var posting = posting
+        // The picture is kept as a PNG file, not in memory: a thousand
+        // notifications with pictures cost their paths.
+        if let image = posting.notification.image {
+            guard let png = PNGFile.encode(image) else { throw TodayError.invalidArgs("the notification's picture cannot be compressed") }
+            do {
+                posting.notification.imageFile = try store.keepImage(png)
+            } catch {
+                throw TodayError.storage("cannot keep the notification's picture in \(store.imageFolder): \(error)")
+            }
+            posting.notification.image = nil
+        }
+        let kept = posting.notification.imageFile
+        do {
+            return try post(kept: posting)
+        } catch {
+            if let kept { store.dropImage(kept) }
+            throw error
+        }
+    }
+
+    private func post(kept posting: NotificationBook.Posting) throws -> UInt32 {
         let at = clock.now
         typealias Posted = (id: UInt32, effects: [NotificationBook.Effect], sooner: Bool)
+        var reserveNext = false
         let result: Result<Posted, NotificationBook.Refusal> = try book.withLock { book in
-            // The next block of ids is on disk before one of it is given
-            // (once in 1,000 Notify calls; a small write, under the lock so
-            // that no id of the block can be answered before it is kept).
-            if book.lastID >= book.idsReserved || book.idsReserved - book.lastID < Self.idsAhead {
-                let reserved = book.lastID > UInt32.max - Self.idBlock ? UInt32.max : book.lastID + Self.idBlock
+            // An id is on disk (reserved) before it is given. The next
+            // block is reserved in the background once half of this one is
+            // given; only where none is left (that write failed, or a burst
+            // outran it) does a Notify wait for it, under the lock so that
+            // no id of the block can be answered before it is kept.
+            if book.lastID >= book.idsReserved {
+                let reserved = Self.block(after: book.lastID)
                 do {
                     try store.saveLastID(reserved)
                 } catch {
                     throw TodayError.storage("cannot keep the notification ids in \(store.folder): \(error)")
                 }
                 book.idsReserved = reserved
+            } else if book.idsReserved - book.lastID < Self.idBlock / 2, !book.reservingIDs {
+                book.reservingIDs = true
+                reserveNext = true
             }
             do throws(NotificationBook.Refusal) {
                 let (id, effects) = try book.post(posting, at: at)
@@ -154,6 +208,7 @@ final class NotificationService: Sendable {
                 return .failure(error)
             }
         }
+        if reserveNext { reserveIDs() }
         switch result {
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
@@ -192,6 +247,8 @@ final class NotificationService: Sendable {
                 }
             case .forget(let id):
                 store.forget(id)
+            case .dropImage(let path):
+                store.dropImage(path)
             case .listChanged(let changed, let removed):
                 let (count, unseen) = book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) }
                 center.set([(Notifications.Center.count.name, .uint32(count)), (Notifications.Center.unseen.name, .uint32(unseen))])

@@ -16,7 +16,10 @@ import TodayProtocol
 /// half a second later, so that a flood costs one fsync a second, and a
 /// Notify one write() rather than a file created, renamed and later
 /// removed. Once it holds four times as many records as the list, it is
-/// written again as the list alone, durably, and replaces itself.
+/// written again as the list alone, on a thread of its own while appends go
+/// on: the list taken at a point of the journal, written and flushed beside
+/// it, what was appended since that point copied after it, and the result
+/// renamed over the journal.
 ///
 /// Each record is its length and an FNV-1a checksum (both 32-bit, little
 /// endian), then a binary property list: `{put: notification}` or
@@ -27,7 +30,9 @@ final class NotificationStore: Sendable {
     let folder: String
     private let log: Logger
     private let journal = Mutex(Journal())
-    private let pending = Mutex<(names: Set<String>, flush: Task<Void, Never>?)>(([], nil))
+    /// The id `last-id` holds, as last written.
+    private let lastIDKept = Mutex<UInt32>(0)
+    private let pending = Mutex<(names: Set<String>, images: Set<String>, flush: Task<Void, Never>?)>(([], [], nil))
     /// The list as it is now, for a rewrite of the journal.
     private let live = Mutex<(@Sendable () -> [TodayNotification]?)?>(nil)
 
@@ -39,6 +44,8 @@ final class NotificationStore: Sendable {
         /// notifications that rewrite held.
         var appended = 0
         var lastRewrite = 0
+        /// A rewrite is under way: no second one starts.
+        var rewriting = false
     }
 
     static let journalName = "journal"
@@ -74,6 +81,8 @@ final class NotificationStore: Sendable {
             kept[notification.id] = notification
         }
         let path = folder + "/" + Self.journalName
+        // A rewrite cut short by a stop: the journal itself is whole.
+        try? Files.unlink(path + ".next")
         var records = 0
         if let file = try? FileDescriptor.open(path, O_RDONLY), let data = try? file.readToEnd(limit: Int(Int32.max)) {
             let (read, good) = Self.records(in: data)
@@ -112,9 +121,51 @@ final class NotificationStore: Sendable {
         try append(Self.record(.put(notification)))
     }
 
-    /// Keeps `id` as the last id given (or reserved), durably.
+    /// Keeps `id` as the last id reserved, durably, unless a later one is
+    /// kept already (two reservations can cross).
     func saveLastID(_ id: UInt32) throws {
-        try DurableFile.write(Data("\(id)\n".utf8), to: folder + "/last-id")
+        try lastIDKept.withLock { kept in
+            guard id > kept else { return }
+            try DurableFile.write(Data("\(id)\n".utf8), to: folder + "/last-id")
+            kept = id
+        }
+    }
+
+    /// Keeps `id` as the last id given, at a clean stop: ids go on from it.
+    func saveLastGiven(_ id: UInt32) throws {
+        try lastIDKept.withLock { kept in
+            try DurableFile.write(Data("\(id)\n".utf8), to: folder + "/last-id")
+            kept = id
+        }
+    }
+
+    /// The folder of the pictures kept as PNG files.
+    var imageFolder: String { folder + "/images" }
+
+    /// Keeps `png` as a file of its own, in one step (flushed to the disk
+    /// within a second, with the journal); returns its path.
+    func keepImage(_ png: Data) throws -> String {
+        let name = String(UInt64.random(in: 0...UInt64.max), radix: 16) + ".png"
+        let path = imageFolder + "/" + name
+        try DurableFile.write(png, to: path, sync: false)
+        pending.withLock { _ = $0.images.insert(path) }
+        syncSoon(Self.journalName)
+        return path
+    }
+
+    /// Removes a picture kept for a notification that is gone.
+    func dropImage(_ path: String) {
+        guard path.hasPrefix(imageFolder + "/") else { return }
+        try? Files.unlink(path)
+    }
+
+    /// Removes the pictures no notification of `kept` holds (left by a
+    /// kill between a picture and its record, or by a transient one).
+    func sweepImages(keeping kept: [TodayNotification]) {
+        let held = Set(kept.compactMap(\.imageFile))
+        for name in FileSystem.entries(imageFolder) where !held.contains(imageFolder + "/" + name) {
+            try? Files.unlink(imageFolder + "/" + name)
+        }
     }
 
     /// Appends the removal of notification `id`.
@@ -127,8 +178,7 @@ final class NotificationStore: Sendable {
     }
 
     private func append(_ record: Data) throws {
-        let list = live.withLock { $0 }
-        try journal.withLock { journal in
+        let rewrite = try journal.withLock { journal in
             let file = try open(&journal)
             do throws(Errno) {
                 try file.write(all: record)
@@ -139,15 +189,58 @@ final class NotificationStore: Sendable {
             }
             journal.size += record.count
             journal.appended += 1
-            if journal.appended > 4 * max(journal.lastRewrite, 1000), let notifications = list?() {
-                // The order of locks: the journal, then the list's. What is
-                // appended from here on goes into the rewritten journal.
-                do {
-                    try rewriteJournal(notifications, &journal)
-                } catch {
-                    log.warning("cannot write \(folder)/\(Self.journalName) again (it goes on growing): \(error)")
-                }
+            guard journal.appended > 4 * max(journal.lastRewrite, 1000), !journal.rewriting else { return false }
+            journal.rewriting = true
+            return true
+        }
+        if rewrite {
+            do {
+                try Threads.detach { [self] in rewriteBeside() }
+            } catch {
+                journal.withLock { $0.rewriting = false }
+                log.warning("cannot start writing \(folder)/\(Self.journalName) again (it goes on growing): \(error)")
             }
+        }
+        syncSoon(Self.journalName)
+    }
+
+    /// Writes the journal again as the list, while appends go on; on a
+    /// thread of its own (a flood must not wait for it).
+    private func rewriteBeside() {
+        let path = folder + "/" + Self.journalName
+        let next = path + ".next"
+        // The list, and the point of the journal it holds: a change reaches
+        // the list before its record is appended, so the list taken after
+        // the point holds every record before it.
+        // The order of locks: the journal, then the list's.
+        let list = live.withLock { $0 }
+        guard let (notifications, point) = journal.withLock({ journal in list?().map { ($0, journal.size) } }) else {
+            journal.withLock { $0.rewriting = false }
+            return
+        }
+        var data = Data()
+        for notification in notifications { data.append(Self.record(.put(notification))) }
+        do {
+            try DurableFile.write(data, to: next)
+            try journal.withLock { journal in
+                defer { journal.rewriting = false }
+                // What was appended since the point goes after the list
+                // (its records replay over it), then the whole replaces
+                // the journal; the flush that follows makes that durable.
+                let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+                var tail = Data(count: journal.size - point)
+                let read = try tail.withUnsafeMutableBytes { try file.read(into: $0, at: point) }
+                guard read == tail.count else { throw Errno(EIO) }
+                let written = try FileDescriptor.open(next, O_WRONLY | O_APPEND | O_NOFOLLOW)
+                try written.write(all: tail)
+                try written.close()
+                try Files.rename(next, to: path)
+                journal = Journal(file: nil, size: 0, appended: 0, lastRewrite: notifications.count)
+            }
+        } catch {
+            try? Files.unlink(next)
+            journal.withLock { $0.rewriting = false }
+            log.warning("cannot write \(path) again (it goes on growing): \(error)")
         }
         syncSoon(Self.journalName)
     }
@@ -254,10 +347,15 @@ final class NotificationStore: Sendable {
 
     /// Flushes what was written since the last flush.
     func flush() {
-        let names = pending.withLock { pending -> Set<String> in
-            defer { pending = ([], nil) }
-            return pending.names
+        let (names, images) = pending.withLock { pending -> (Set<String>, Set<String>) in
+            defer { pending = ([], [], nil) }
+            return (pending.names, pending.images)
         }
+        for path in images {
+            // Gone already where its notification went.
+            try? FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW).sync()
+        }
+        if !images.isEmpty { DurableFile.syncFolder(imageFolder) }
         guard !names.isEmpty else { return }
         if let file = journal.withLock({ $0.file }) { try? file.sync() }
         DurableFile.syncFolder(folder)
