@@ -18,6 +18,9 @@ public final class Identities: Sendable {
 
     private struct Table {
         var credentials: [String: Connection.Credentials] = [:]
+        /// What a connection's process is, once known for good: a
+        /// connection keeps its process for its whole life.
+        var processes: [String: Caller] = [:]
         var registered: [String: String] = [:]
         /// Unique names in the order they registered.
         var order: [String] = []
@@ -68,6 +71,7 @@ public final class Identities: Sendable {
     public func forget(_ uniqueName: String) {
         table.withLock { table in
             table.credentials[uniqueName] = nil
+            table.processes[uniqueName] = nil
             table.registered[uniqueName] = nil
             table.order.removeAll { $0 == uniqueName }
         }
@@ -93,9 +97,20 @@ public final class Identities: Sendable {
         let sender = call.sender
         let credentials = try await self.credentials(of: sender, on: call.connection)
         guard credentials.userID == userID else { throw Self.foreignUser }
-        if let pid = credentials.processID {
-            if let widget = await provider(startedAs: pid_t(pid)) { return .provider(widget) }
-            if let app = flatpakAppID(of: pid_t(pid)) { return .flatpak(app) }
+        if let known = table.withLock({ $0.processes[sender] }) {
+            if known != .anonymous { return known }
+        } else if let pid = credentials.processID {
+            // A provider not yet recorded can be starting: only an answer
+            // given while none is starting is kept for the connection.
+            let settled = !providers.isStarting
+            var found = Caller.anonymous
+            if let widget = await provider(startedAs: pid_t(pid)) {
+                found = .provider(widget)
+            } else if let app = flatpakAppID(of: pid_t(pid)) {
+                found = .flatpak(app)
+            }
+            if found != .anonymous || settled { table.withLock { $0.processes[sender] = found } }
+            if found != .anonymous { return found }
         }
         if let bundle = table.withLock({ $0.registered[sender] }) { return .registered(bundle) }
         return .anonymous
