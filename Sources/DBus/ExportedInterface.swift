@@ -20,6 +20,24 @@ public typealias ImmediateMethodHandler = @Sendable (MethodCall) throws -> [Valu
 /// on. Throwing answers the call with that error. Only for work that
 /// cannot block.
 public typealias DeferredMethodHandler = @Sendable (MethodCall, PendingAnswer) throws -> Void
+/// Answers a method call at once, on the connection's loop thread, with a
+/// reply body marshalled beforehand (`ReplyTemplate`), which is copied and
+/// addressed to the caller: for large answers asked for often between
+/// changes. Only for work that cannot block.
+public typealias TemplateMethodHandler = @Sendable (MethodCall) throws -> ReplyTemplate
+
+/// A reply's body, marshalled once, to be copied as the answer to many
+/// calls (`MethodDeclaration.replying`).
+public final class ReplyTemplate: Sendable {
+    let message: MessageHandle
+
+    /// `values` as a reply body; fails only where libdbus has no memory,
+    /// or a value breaks its type's rules.
+    public init(_ values: [Value]) throws {
+        message = try MessageHandle.replyTemplate(values)
+    }
+}
+
 /// Accepts or refuses a new value for a writable property; the value is
 /// stored and announced once this returns.
 public typealias PropertySetter = @Sendable (MethodCall, Value) async throws -> Void
@@ -33,6 +51,7 @@ public final class ExportedInterface: Sendable {
         case task(MethodHandler)
         case immediate(ImmediateMethodHandler)
         case deferred(DeferredMethodHandler)
+        case template(TemplateMethodHandler)
     }
 
     let handlers: [String: Handler]

@@ -136,6 +136,19 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
             })
     }
 
+    /// Binds a handler that answers at once, on the connection's loop
+    /// thread, with a body marshalled beforehand: only for work that cannot
+    /// block. The template's signature is not checked against the
+    /// method's: its maker answers for it.
+    public func replying(_ handler: @escaping @Sendable (MethodCall, repeat each Input) throws -> ReplyTemplate) -> MethodBinding {
+        MethodBinding(
+            method.name,
+            .template { call in
+                let arguments = try Self.decode(call)
+                return try handler(call, repeat each arguments)
+            })
+    }
+
     /// Binds a handler that takes the call on the loop thread and answers
     /// it later, from any thread, through its `PendingAnswer`.
     public func deferred(_ handler: @escaping @Sendable (MethodCall, PendingAnswer, repeat each Input) throws -> Void) -> MethodBinding {

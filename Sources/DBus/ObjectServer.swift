@@ -212,6 +212,13 @@ public final class ObjectServer: Sendable {
                 return .later { (try await handler(call), outputs) }
             case .deferred(let handler):
                 return .deferred(handler, call, outputs)
+            case .template(let handler):
+                do {
+                    let template = try handler(call)
+                    return .prepared { call in try template.message.reply(to: call) }
+                } catch {
+                    return .done(.failure(error))
+                }
             case nil:
                 return .done(.failure(DBusError(.unknownMethod, "no handler for \(member)")))
             }

@@ -75,8 +75,15 @@ struct NotificationBook: Sendable {
     var reservingIDs = false
     private(set) var lastID: UInt32 = 0
     /// The list, by id, and newest first.
-    private(set) var byID: [UInt32: TodayNotification] = [:]
-    private(set) var order: [UInt32] = []
+    private(set) var byID: [UInt32: TodayNotification] = [:] {
+        didSet { generation &+= 1 }
+    }
+    private(set) var order: [UInt32] = [] {
+        didSet { generation &+= 1 }
+    }
+    /// Changes with every change of the list: what was made of the list
+    /// (ListNotifications' reply) is good while it stays the same.
+    private(set) var generation: UInt64 = 0
     /// Posted since the last MarkSeen.
     private(set) var unseen: [UInt32] = []
     /// Inhibitions by cookie: the connection that asked.
@@ -198,9 +205,11 @@ struct NotificationBook: Sendable {
         for id in ids {
             guard let notification = byID.removeValue(forKey: id) else { continue }
             if notification.isOpen, let reason { effects.append(.closed(id, reason)) }
-            let wasListed = order.contains(id)
-            order.removeAll { $0 == id }
-            unseen.removeAll { $0 == id }
+            // Only transient ones are kept out of the list; the oldest,
+            // which leave most often, are found first from the end.
+            let wasListed = !notification.transient
+            if wasListed, let at = order.lastIndex(of: id) { order.remove(at: at) }
+            if let at = unseen.firstIndex(of: id) { unseen.remove(at: at) }
             if wasListed { effects.append(.forget(id)) }
             if let file = notification.imageFile { effects.append(.dropImage(file)) }
         }

@@ -1,12 +1,13 @@
 import Synchronization
 
 /// Notify and AddNotification calls in lanes, one per sender, taken in
-/// turn. A sender's next call starts when its previous one has been
-/// answered, and then as a task of its own, behind the other senders'
-/// turns: a flood from one connection holds one task at a time, so another
-/// app's notification waits for one turn of each busy sender, not for
-/// everything the flood has sent (SPEC section 14: a flood from one app
-/// never delays another app's notification).
+/// turn. A turn answers up to `turnLength` of a sender's calls, one after
+/// the other; its next turn is a task of its own, behind the other
+/// senders' turns: a flood from one connection holds one task at a time,
+/// so another app's notification waits for one turn of each busy sender,
+/// not for everything the flood has sent (SPEC section 14: a flood from one
+/// app never delays another app's notification), and a sender with many
+/// calls in flight pays for one task a turn rather than one a call.
 ///
 /// A lane holds at most `depth` calls; a sender with that many waiting is
 /// refused at once, before anything it sent is read.
@@ -37,9 +38,12 @@ final class NotificationLanes: Sendable {
     private let lanes = Mutex<[String: Lane]>([:])
     /// Calls one sender may have waiting.
     let depth: Int
+    /// Calls a turn answers at most.
+    let turnLength: Int
 
-    init(depth: Int = 256) {
+    init(depth: Int = 256, turnLength: Int = 8) {
         self.depth = depth
+        self.turnLength = turnLength
     }
 
     /// Queues `work` in `sender`'s lane and starts the lane where it is
@@ -64,11 +68,14 @@ final class NotificationLanes: Sendable {
         lanes.withLock { $0.values.reduce(0) { $0 + $1.waiting.count - $1.head } }
     }
 
-    /// Runs `sender`'s next call, then gives the lane's next turn to a new
-    /// task (behind the others' turns), or lets the lane go when empty.
+    /// Runs `sender`'s next calls (a turn's worth at most), then gives the
+    /// lane's next turn to a new task (behind the others' turns), or lets
+    /// the lane go when empty.
     private func turn(_ sender: String) async {
-        guard let work = lanes.withLock({ $0[sender]?.next() }) else { return }
-        await work()
+        for _ in 0..<turnLength {
+            guard let work = lanes.withLock({ $0[sender]?.next() }) else { break }
+            await work()
+        }
         let more = lanes.withLock { lanes in
             guard let lane = lanes[sender], !lane.isEmpty else {
                 lanes[sender] = nil

@@ -20,7 +20,8 @@ extension NotificationService {
                         let posting = try Self.posting(
                             appName: appName, replaces: replaces, appIcon: appIcon, summary: summary, body: body, actions: actions,
                             hints: hints, timeout: timeout, caller: caller)
-                        return [.uint32(try service.post(posting))]
+                        let posted = try service.post(posting)
+                        return ([.uint32(posted.id)], posted)
                     }
                 },
                 F.closeNotification.immediate { _, id in
@@ -56,8 +57,7 @@ extension NotificationService {
                     try service.inTurn(call, answer) {
                         try await service.checkGtkSender(call, appID: appID)
                         try service.admit(appID)
-                        _ = try service.post(try Self.posting(gtkApp: appID, id: id, notification))
-                        return []
+                        return ([], try service.post(try Self.posting(gtkApp: appID, id: id, notification)))
                     }
                 },
                 G.removeNotification.task { call, appID, id in
@@ -82,9 +82,7 @@ extension NotificationService {
                 C.appPolicies.name: settings.policiesValue,
             ],
             bindings: [
-                C.listNotifications.immediate { _ in
-                    [.array(.dictionary(key: .string, value: .variant), try late.get().list.map { .vardict($0.dictionary) })]
-                },
+                C.listNotifications.replying { _ in try late.get().listReply() },
                 C.getNotification.immediate { _, id in [.vardict(try late.get().notification(id).dictionary)] },
                 C.dismiss.immediate { _, id in
                     try late.get().change { book throws(NotificationBook.Refusal) in try book.dismiss(id) }

@@ -21,6 +21,9 @@ final class NotificationService: Sendable {
     private let book: Mutex<NotificationBook>
     /// Notify and AddNotification, taken in turn per sender.
     private let lanes = NotificationLanes()
+    /// ListNotifications' reply, marshalled at the first call after a
+    /// change of the list, with the list's generation it was made from.
+    private let listTemplate = Mutex<(generation: UInt64, reply: ReplyTemplate)?>(nil)
     /// Closes the notifications whose time has run out, when it runs out.
     private let expiry = Mutex<(any DueTimer)?>(nil)
     /// Held while the settings file is read or written, so that changes
@@ -116,15 +119,32 @@ final class NotificationService: Sendable {
         if !effects.isEmpty { carryOut(effects) }
     }
 
+    /// ListNotifications' reply: the list, newest first, marshalled once
+    /// per change (a panel that reads the list of 1,000 at each change
+    /// pays for it once, every other reader for a copy).
+    func listReply() throws -> ReplyTemplate {
+        let now = book.withLock { $0.generation }
+        if let kept = listTemplate.withLock({ $0 }), kept.generation == now { return kept.reply }
+        let (generation, list) = book.withLock { ($0.generation, $0.list) }
+        let reply = try ReplyTemplate([.array(.dictionary(key: .string, value: .variant), list.map { .vardict($0.dictionary) })])
+        listTemplate.withLock { kept in
+            if (kept?.generation ?? 0) <= generation { kept = (generation, reply) }
+        }
+        return reply
+    }
+
     // MARK: Posting
 
-    /// Runs `work` in the caller's lane (`NotificationLanes`) and answers
-    /// the call with what it returns or throws; LimitsExceeded at once
+    /// Runs `work` in the caller's lane (`NotificationLanes`), answers the
+    /// call with what it returns or throws, then announces what it posted;
+    /// LimitsExceeded at once
     /// where the caller already has a lane's worth of calls waiting.
-    func inTurn(_ call: MethodCall, _ answer: PendingAnswer, _ work: @escaping @Sendable () async throws -> [Value]) throws {
-        let queued = lanes.enqueue(call.sender) {
+    func inTurn(_ call: MethodCall, _ answer: PendingAnswer, _ work: @escaping @Sendable () async throws -> ([Value], Posted)) throws {
+        let queued = lanes.enqueue(call.sender) { [self] in
             do {
-                answer.succeed(try await work())
+                let (values, posted) = try await work()
+                answer.succeed(values)
+                announce(posted)
             } catch {
                 answer.fail(error)
             }
@@ -150,7 +170,33 @@ final class NotificationService: Sendable {
 
     /// Posts `posting` and carries out what follows; the store has it
     /// before this returns.
-    func post(_ posting: NotificationBook.Posting) throws -> UInt32 {
+    /// A notification posted: its id, and what is to be announced once
+    /// its sender has been answered (`announce`).
+    struct Posted: Sendable {
+        let id: UInt32
+        let announcements: [NotificationBook.Effect]
+    }
+
+    /// The effects that keep (store, forget, drop a picture), and the rest,
+    /// each in their order.
+    static func keptFirst(_ effects: [NotificationBook.Effect]) -> (kept: [NotificationBook.Effect], announced: [NotificationBook.Effect]) {
+        var kept: [NotificationBook.Effect] = []
+        var announced: [NotificationBook.Effect] = []
+        for effect in effects {
+            switch effect {
+            case .store, .forget, .dropImage: kept.append(effect)
+            default: announced.append(effect)
+            }
+        }
+        return (kept, announced)
+    }
+
+    /// Sends what a post left to announce.
+    func announce(_ posted: Posted) {
+        carryOut(posted.announcements)
+    }
+
+    func post(_ posting: NotificationBook.Posting) throws -> Posted {
         var posting = posting
         // The picture is kept as a PNG file, not in memory: a thousand
         // notifications with pictures cost their paths.
@@ -172,11 +218,10 @@ final class NotificationService: Sendable {
         }
     }
 
-    private func post(kept posting: NotificationBook.Posting) throws -> UInt32 {
+    private func post(kept posting: NotificationBook.Posting) throws -> Posted {
         let at = clock.now
-        typealias Posted = (id: UInt32, effects: [NotificationBook.Effect], sooner: Bool)
         var reserveNext = false
-        let result: Result<Posted, NotificationBook.Refusal> = try book.withLock { book in
+        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], sooner: Bool), NotificationBook.Refusal> = try book.withLock { book in
             // An id is on disk (reserved) before it is given. The next
             // block is reserved in the background once half of this one is
             // given; only where none is left (that write failed, or a burst
@@ -213,9 +258,13 @@ final class NotificationService: Sendable {
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
         case .success(let (id, effects, sooner)):
-            carryOut(effects)
+            // What is kept is on disk now; what is announced waits for the
+            // caller's answer (`announce`), so that the answer does not
+            // queue behind the signals at the bus.
+            let (kept, announced) = Self.keptFirst(effects)
+            carryOut(kept)
             if sooner { expiry.withLock { $0 }?.poke() }
-            return id
+            return Posted(id: id, announcements: announced)
         }
     }
 

@@ -323,12 +323,14 @@ final class NotificationStore: Sendable {
 
     /// 32-bit FNV-1a.
     static func checksum(_ bytes: Data) -> UInt32 {
-        var hash: UInt32 = 2_166_136_261
-        for byte in bytes {
-            hash ^= UInt32(byte)
-            hash = hash &* 16_777_619
+        bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            var hash: UInt32 = 2_166_136_261
+            for byte in raw {
+                hash ^= UInt32(byte)
+                hash = hash &* 16_777_619
+            }
+            return hash
         }
-        return hash
     }
 
     // MARK: Flushing
