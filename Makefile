@@ -5,7 +5,7 @@ BUILD = .build/$(CONFIG)
 BENCH_OUT = .build/bench
 TEST_BINARY = .build/debug/TodayPackageTests.xctest
 
-.PHONY: all deps build release examples test-build test adversarial soak torture flood bench screenshots fuzz run demo install deb interfaces clean
+.PHONY: all deps build release examples test-build test adversarial soak torture flood conformance bench screenshots fuzz run demo install deb interfaces clean
 PREFIX ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 600
@@ -67,6 +67,11 @@ torture: test-build
 flood: test-build release
 	TODAY_TEST_ALONE=1 TODAY_TEST_TODAYD=$(abspath .build/release/todayd) $(TEST_BINARY) --testing-library swift-testing --filter NotificationFloodTests
 
+# The Desktop Notifications Specification's calls against dunst and todayd,
+# side by side (dunst under Xvfb; apt-get install dunst).
+conformance: build
+	scripts/notify-conformance .build/$(CONFIG)/todayd
+
 # libFuzzer targets for the property-list readers, FUZZ_SECONDS each.
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
@@ -86,6 +91,7 @@ bench: deps release
 	scripts/bench-images $(BENCH_OUT) .build/release
 	scripts/bench-bundles $(BENCH_OUT) .build/release
 	scripts/bench-clients $(BENCH_OUT) .build/release
+	scripts/bench-notify $(BENCH_OUT) .build/release
 
 # The daemon on a bus of its own, serving the example bundles.
 run: examples
