@@ -105,9 +105,12 @@ public enum ValueMapping {
         return value < 0x1p64 ? UInt64(value) : UInt64.max
     }
 
-    /// `date` as `microseconds` keeps it: what is kept as a time reads
-    /// back equal.
-    public static func storable(_ date: Date) -> Date {
-        Date(timeIntervalSince1970: Double(microseconds(date)) / 1_000_000)
+    /// `date` as `microseconds` keeps it (what is kept as a time reads
+    /// back equal), to the nearest microsecond, or, with `.down`, to the
+    /// one at or before it (a deadline kept so is never late).
+    public static func storable(_ date: Date, rounding rule: FloatingPointRoundingRule = .toNearestOrAwayFromZero) -> Date {
+        let value = (date.timeIntervalSince1970 * 1_000_000).rounded(rule)
+        guard value > 0 else { return Date(timeIntervalSince1970: 0) }
+        return Date(timeIntervalSince1970: (value < 0x1p64 ? value : 0x1p64 - 2048) / 1_000_000)
     }
 }

@@ -163,8 +163,7 @@ struct NotificationBook: Sendable {
         notification.id = replaced ?? nextID()
         // Times as the store keeps them (microseconds), so that the list
         // after a restart is the list before it.
-        let now = ValueMapping.storable(now)
-        notification.time = now
+        notification.time = ValueMapping.storable(now)
         notification.isOpen = true
         let seconds: Double? =
             switch posting.expireTimeout {
@@ -172,7 +171,7 @@ struct NotificationBook: Sendable {
             case ..<0: Self.defaultTimeout(notification.urgency)
             default: Double(posting.expireTimeout) / 1000
             }
-        notification.expires = seconds.map { ValueMapping.storable(now.addingTimeInterval($0)) }
+        notification.expires = seconds.map { ValueMapping.storable(now.addingTimeInterval($0), rounding: .down) }
 
         var effects: [Effect] = []
         let id = notification.id

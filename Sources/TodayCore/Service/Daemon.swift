@@ -29,7 +29,7 @@ public enum Daemon {
           --bundles DIR    one more bundle folder, after the XDG ones (repeatable)
           --replace        take the name over from a running todayd
           --verbose        debug lines too: every change, one line each
-          --private-bus    start a dbus-daemon of its own, print DBUS_SESSION_BUS_ADDRESS=…, serve there
+          --private-bus    start a dbus-daemon of its own (one that starts no service), print DBUS_SESSION_BUS_ADDRESS=…, serve there
           --require-sandbox  fail provider runs (no-sandbox) where bubblewrap cannot confine them
           --no-notifications  serve no notifications (asks for neither org.freedesktop.Notifications nor org.gtk.Notifications)
           --print-interfaces  print the introspection XML of every interface and exit
@@ -143,7 +143,10 @@ public enum Daemon {
         let address: String
         do {
             if options.privateBus {
-                let bus = try BusDaemon()
+                // A bus of its own activates nothing of the system's: a
+                // portal or a document store started there would serve the
+                // real home to a test's or a demo's bus.
+                let bus = try BusDaemon(serviceFolders: [])
                 privateBus = bus
                 address = bus.address
                 FileSystem.writeAll(1, "DBUS_SESSION_BUS_ADDRESS=\(bus.address)\n")
