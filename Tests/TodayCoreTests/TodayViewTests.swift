@@ -382,7 +382,7 @@ import TodayProtocol
         let bundles = try BundleFolder()
         defer { bundles.remove() }
         try bundles.addApp("org.example.Dated", widgets: [
-            .init(name: "Departures", script: #"now=$(date +%s); printf '{"result": "new-data", "policy": "never", "timeline": [{"date": %d, "snapshot": {"title": "Line 4 leaves soon"}}, {"date": %d, "snapshot": {"title": "No more trams"}}]}' "$now" "$((now + 8))""#)
+            .init(name: "Departures", script: #"now=$(date +%s); printf '{"result": "new-data", "policy": "never", "timeline": [{"date": %d, "snapshot": {"title": "Line 4 leaves soon"}}, {"date": %d, "snapshot": {"title": "No more trams"}}]}' "$now" "$((now + 20))""#)
         ])
         let daemon = try TodayDaemon(bundles: [bundles.path])
         defer { daemon.stop() }
@@ -392,8 +392,10 @@ import TodayProtocol
         let widget = "org.example.Dated.Departures"
         let updated = try await client.property(widget, "LastUpdated")
 
-        // One window open across the switch, and one drawn at once, before it.
-        async let later = Self.render(daemon.address, delay: 11)
+        // One window open across the switch, and one drawn at once, before
+        // it (20 s: on a loaded machine a window under a fresh Xvfb has
+        // taken more than 8 to draw).
+        async let later = Self.render(daemon.address, delay: 23)
         let before = try await Self.render(daemon.address)
         #expect(before.texts.contains("Line 4 leaves soon"), "\(before.texts)")
         let shot = try await later
