@@ -125,7 +125,7 @@ public func eventually(_ seconds: Double = 3, _ body: () async throws -> Bool) a
 }
 
 /// What `pipe` gives until `enough` says so, for at most `seconds`.
-public func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: Double = 5) async throws -> String {
+public func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: Double = 15) async throws -> String {
     var text = ""
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     let handle = pipe.fileHandleForReading

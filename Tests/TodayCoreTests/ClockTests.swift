@@ -99,7 +99,9 @@ import TodayProtocol
         defer { bundles.remove() }
         let home = try temporaryDirectory("expiry")
         defer { try? FileManager.default.removeItem(at: home) }
-        let clock = ManualClock(Date())
+        // A whole second: the clock's moves then land on the notifications'
+        // expiry exactly, as a whole number of seconds after it.
+        let clock = ManualClock(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)))
         try await withService(bundles: bundles.path, home: home, clock: .manual(clock)) { service, client, _ in
             typealias F = Notifications.Freedesktop
             let server = try #require(BusName(rawValue: service.connection.uniqueName))

@@ -247,6 +247,9 @@ struct NotificationBook: Sendable {
         var effects: [Effect] = []
         var changed: [UInt32] = []
         var removed: [UInt32] = []
+        // Expiry is kept to the microsecond at or before it: due within
+        // the microsecond `now` is in.
+        let now = ValueMapping.storable(now, rounding: .up)
         let due = byID.filter { $0.value.isOpen && ($0.value.expires.map { $0 <= now } ?? false) }
         for (id, notification) in due.sorted(by: { $0.key < $1.key }) {
             if notification.transient {
