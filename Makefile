@@ -38,7 +38,7 @@ test: test-build
 	scripts/test-limits
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 	TODAY_TEST_BUILDS=1 timeout 900 $(TEST_BINARY) --testing-library swift-testing --filter NewProjectTests
-	TODAY_TEST_ALONE=1 timeout 600 $(TEST_BINARY) --testing-library swift-testing --filter SlowAppletTests
+	TODAY_TEST_ALONE=1 timeout 600 $(TEST_BINARY) --testing-library swift-testing --filter "SlowAppletTests|PortalTests"
 	$(MAKE) deb
 	scripts/check-deb .build/deb/todayd_*.deb .build/examples
 	scripts/fuzz --runs $(TEST_FUZZ_RUNS)

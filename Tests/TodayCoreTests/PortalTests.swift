@@ -19,7 +19,11 @@ import TodayProtocol
         [portal, portalGtk, "/usr/bin/bwrap", "/usr/bin/xvfb-run", "/usr/bin/python3"].allSatisfy(FileManager.default.isExecutableFile)
     }
 
-    @Test(.enabled(if: available, "needs xdg-desktop-portal, xdg-desktop-portal-gtk, bubblewrap, xvfb and python3-gi"))
+    /// Run alone by make test (an X server, two portals and GTK starting at
+    /// once load the machine for the suite's timed tests).
+    @Test(
+        .enabled(if: ProcessInfo.processInfo.environment["TODAY_TEST_ALONE"] != nil, "run alone by make test (TODAY_TEST_ALONE=1)"),
+        .enabled(if: available, "needs xdg-desktop-portal, xdg-desktop-portal-gtk, bubblewrap, xvfb and python3-gi"))
     func aSandboxedAppsNotificationReachesTheListThroughThePortal() async throws {
         // A bus that activates nothing of the system's (the document
         // portal would mount itself under the real home).
