@@ -329,17 +329,12 @@ final class RestartableTodayd {
         #expect(capabilities.output.contains("'persistence'") && capabilities.output.contains("'inline-reply'"), "\(capabilities.output)")
     }
 
-    /// A GApplication (python3-gi) with an action sends a notification
-    /// through GNotification and exits; after a todayd restart, the action
-    /// chosen from the list starts the app through D-Bus activation, and
-    /// the app receives the action and its target.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3-gi"))
-    func aGApplicationsActionReachesTheRestartedApp() async throws {
-        let todayd = try RestartableTodayd("gapplication", activating: true)
-        defer { todayd.remove() }
-        let (home, services) = (todayd.home, todayd.services)
-        let received = home.appendingPathComponent("received")
-        let app = home.appendingPathComponent("notes.py")
+    /// A GApplication (python3-gi), `org.example.Notes`: run with the file
+    /// to write to, it sends a GNotification with an `app.open-note` button
+    /// (target `n42`) and exits, or, given `stay` after the file, stays
+    /// for the action; the action writes `open-note n42` to the file and
+    /// ends it.
+    static func writeNotesApp(to app: URL) throws {
         try """
             import sys
             import gi
@@ -363,6 +358,8 @@ final class RestartableTodayd {
                     notification.set_body("Notes of Monday's meeting are ready")
                     notification.add_button_with_target("Open", "app.open-note", GLib.Variant("s", "n42"))
                     self.send_notification("notes-ready", notification)
+                    if "stay" in command_line.get_arguments():
+                        self.hold()
                     return 0
 
                 def do_activate(self):
@@ -370,6 +367,20 @@ final class RestartableTodayd {
 
             Notes().run(sys.argv[:1] + sys.argv[2:])
             """.write(to: app, atomically: true, encoding: .utf8)
+    }
+
+    /// A GApplication (python3-gi) with an action sends a notification
+    /// through GNotification and exits; after a todayd restart, the action
+    /// chosen from the list starts the app through D-Bus activation, and
+    /// the app receives the action and its target.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3-gi"))
+    func aGApplicationsActionReachesTheRestartedApp() async throws {
+        let todayd = try RestartableTodayd("gapplication", activating: true)
+        defer { todayd.remove() }
+        let (home, services) = (todayd.home, todayd.services)
+        let received = home.appendingPathComponent("received")
+        let app = home.appendingPathComponent("notes.py")
+        try Self.writeNotesApp(to: app)
         try "[D-BUS Service]\nName=org.example.Notes\nExec=/usr/bin/python3 \(app.path) \(received.path) --gapplication-service\n".write(
             to: services.appendingPathComponent("org.example.Notes.service"), atomically: true, encoding: .utf8)
         let bus = todayd.bus

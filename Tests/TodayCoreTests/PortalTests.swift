@@ -53,34 +53,8 @@ import TodayProtocol
 
         let received = home.appendingPathComponent("received")
         let app = home.appendingPathComponent("notes.py")
-        try """
-            import sys
-            import gi
-            gi.require_version("Gio", "2.0")
-            from gi.repository import Gio, GLib
-
-            class Notes(Gio.Application):
-                def __init__(self):
-                    super().__init__(application_id="org.example.Notes")
-                    action = Gio.SimpleAction.new("open-note", GLib.VariantType.new("s"))
-                    action.connect("activate", self.open_note)
-                    self.add_action(action)
-
-                def open_note(self, action, parameter):
-                    with open(sys.argv[1], "a") as out:
-                        out.write("open-note %s\\n" % parameter.get_string())
-                    self.release()
-
-                def do_activate(self):
-                    # In a sandbox, GLib sends this through the portal.
-                    notification = Gio.Notification.new("Meeting notes")
-                    notification.set_body("Notes of Monday's meeting are ready")
-                    notification.add_button_with_target("Open", "app.open-note", GLib.Variant("s", "n42"))
-                    self.send_notification("notes-ready", notification)
-                    self.hold()
-
-            Notes().run(sys.argv[:1])
-            """.write(to: app, atomically: true, encoding: .utf8)
+        // In a sandbox, GLib sends its GNotification through the portal.
+        try NotificationServerTests.writeNotesApp(to: app)
         let info = home.appendingPathComponent("flatpak-info")
         try "[Application]\nname=org.example.Notes\n\n[Instance]\ninstance-id=1\n".write(to: info, atomically: true, encoding: .utf8)
         // A root of bubblewrap's own (a tmpfs, as Flatpak's), with the
@@ -92,7 +66,7 @@ import TodayProtocol
             [
                 "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
                 "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--bind", "/tmp", "/tmp",
-                "--ro-bind", info.path, "/.flatpak-info", "/usr/bin/python3", app.path, received.path,
+                "--ro-bind", info.path, "/.flatpak-info", "/usr/bin/python3", app.path, received.path, "stay",
             ],
             environment: environment)
         defer { sandboxed.stop() }

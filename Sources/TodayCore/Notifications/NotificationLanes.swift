@@ -14,11 +14,13 @@ import Synchronization
 final class NotificationLanes: Sendable {
     typealias Work = @Sendable () async -> Void
 
+    /// A sender's calls. A lane exists while a task runs it: it is made
+    /// with the task that takes its first call, and let go by the turn
+    /// that finds it empty.
     private struct Lane {
         var waiting: [Work] = []
         /// The next of `waiting` to run (the array is a queue).
         var head = 0
-        var running = false
 
         var isEmpty: Bool { head == waiting.count }
 
@@ -50,22 +52,16 @@ final class NotificationLanes: Sendable {
     /// idle; false, and nothing queued, where the lane is full.
     func enqueue(_ sender: String, _ work: @escaping Work) -> Bool {
         let start: Bool? = lanes.withLock { lanes in
+            let start = lanes[sender] == nil
             var lane = lanes[sender] ?? Lane()
             guard lane.waiting.count - lane.head < depth else { return nil }
             lane.waiting.append(work)
-            let start = !lane.running
-            lane.running = true
             lanes[sender] = lane
             return start
         }
         guard let start else { return false }
         if start { Task { await self.turn(sender) } }
         return true
-    }
-
-    /// Calls waiting in every lane.
-    var waiting: Int {
-        lanes.withLock { $0.values.reduce(0) { $0 + $1.waiting.count - $1.head } }
     }
 
     /// Runs `sender`'s next calls (a turn's worth at most), then gives the
