@@ -218,10 +218,8 @@ final class NotificationStore: Sendable {
             journal.withLock { $0.rewriting = false }
             return
         }
-        var data = Data()
-        for notification in notifications { data.append(Self.record(.put(notification))) }
         do {
-            try DurableFile.write(data, to: next)
+            try DurableFile.write(Self.journal(of: notifications), to: next)
             try journal.withLock { journal in
                 defer { journal.rewriting = false }
                 // What was appended since the point goes after the list
@@ -263,13 +261,18 @@ final class NotificationStore: Sendable {
     /// Replaces the journal with one put of each of `notifications`,
     /// durably, and appends to that from now on.
     private func rewriteJournal(_ notifications: [TodayNotification], _ journal: inout Journal) throws {
-        var data = Data()
-        for notification in notifications { data.append(Self.record(.put(notification))) }
-        try DurableFile.write(data, to: folder + "/" + Self.journalName)
+        try DurableFile.write(Self.journal(of: notifications), to: folder + "/" + Self.journalName)
         journal = Journal(file: nil, size: 0, appended: 0, lastRewrite: notifications.count)
     }
 
     // MARK: Records
+
+    /// A journal that holds `notifications` alone: one put of each.
+    static func journal(of notifications: [TodayNotification]) -> Data {
+        var data = Data()
+        for notification in notifications { data.append(record(.put(notification))) }
+        return data
+    }
 
     enum Record: Equatable {
         case put(TodayNotification)
