@@ -24,6 +24,14 @@ func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
         once = true
         arguments.remove(at: index)
     }
+    if let index = arguments.firstIndex(of: "--notifications") {
+        arguments.remove(at: index)
+        if let widget = arguments.first {
+            throw Failure.usage("bar --notifications shows the notification center, not a widget: run a second bar for '\(widget)'")
+        }
+        try await notificationsBar(client, format: format, once: once)
+        return
+    }
     if let bad = arguments.first(where: { $0.hasPrefix("-") || !BundleCatalog.isValidBundleID($0) }) {
         throw Failure.usage("'\(bad)' is not a widget id; `todayctl list` shows them")
     }
@@ -91,11 +99,81 @@ func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
     throw Failure.refused("the connection to the bus was lost")
 }
 
-/// i3bar and swaybar write click events to standard input: `[`, then one
-/// JSON object a line, each after the first led by a comma. A click on a
-/// block calls Activate on its widget; a right click (button 3) presses the
-/// first button or toggle its snapshot offers, when it offers one.
-private func readClicks(_ connection: Connection) throws {
+/// `todayctl bar --notifications`: the notification center's count and Do
+/// Not Disturb as a module (SPEC section 15), a line for each change of
+/// the list or its properties, pushed by todayd's signals; it waits through
+/// a restart of todayd. Clicks, where the bar reports them (i3bar,
+/// swaybar): the left button opens the Today view, the right one switches
+/// Do Not Disturb.
+private func notificationsBar(_ client: Client, format: BarFormat, once: Bool) async throws {
+    let center = NotificationCenterClient(client)
+    if once {
+        if let header = format.header { Out.line(header) }
+        Out.line(format.line(try await center.count()))
+        return
+    }
+    let events = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    let connection = client.connection
+    try await client.subscribeToTodayd([
+        MatchRule(path: Today.managerPath, interface: .properties, member: .propertiesChanged),
+        MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name),
+    ]) { _ in events.continuation.yield() }
+    _ = try await Client.attempt {
+        try await connection.subscribe(
+            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue)
+        ) { _ in events.continuation.yield() }
+    }
+    connection.onDisconnect { events.continuation.finish() }
+    if format == .i3bar { try readNotificationClicks(center) }
+    if let header = format.header { Out.line(header) }
+    var last: String?
+    events.continuation.yield()
+    for await _ in events.stream {
+        // While todayd is away (restarting), the last line stays.
+        guard let count = try? await center.count() else { continue }
+        let line = format.line(count)
+        if line != last {
+            Out.line(line)
+            last = line
+        }
+    }
+    throw Failure.refused("the connection to the bus was lost")
+}
+
+/// The notification module's clicks from i3bar or swaybar: button 1 runs
+/// the Today view's toggle, button 3 switches Do Not Disturb.
+private func readNotificationClicks(_ center: NotificationCenterClient) throws {
+    try readClickLines { click in
+        guard click["name"]?.string == BarFormat.notificationsBlock else { return }
+        let button = click["button"]?.int64 ?? 1
+        Task {
+            if button == 3 {
+                let on = (try? await center.property(Notifications.Center.doNotDisturb))??.bool ?? false
+                try? await center.set(Notifications.Center.doNotDisturb, .boolean(!on))
+            } else {
+                openTodayView()
+            }
+        }
+    }
+}
+
+/// Starts `today-view --toggle` (the one installed beside todayctl, else
+/// the first on PATH), not waiting for it.
+private func openTodayView() {
+    let environment = ProcessInfo.processInfo.environment
+    let own = (try? Files.linkTarget("/proc/self/exe")).map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+    let folders = (own.map { [$0] } ?? []) + (environment["PATH"] ?? "/usr/bin").split(separator: ":").map(String.init)
+    guard let program = folders.map({ $0 + "/today-view" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        Out.error("todayctl: no today-view to open: install it beside todayctl or on PATH\n")
+        return
+    }
+    try? URLDispatch.launch([program, "--toggle"], environment: environment)
+}
+
+/// Reads click events from standard input, as i3bar and swaybar write
+/// them, on a thread of its own: `[`, then one JSON object a line, each
+/// after the first led by a comma.
+private func readClickLines(_ handle: @escaping @Sendable (PlistValue) -> Void) throws {
     try Threads.detach {
         var pending = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -106,27 +184,35 @@ private func readClicks(_ connection: Connection) throws {
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Data(pending[..<newline].drop { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "[") || $0 == 0x20 })
                 pending.removeSubrange(...newline)
-                guard let click = try? Plist.read(line, allowJSON: true), let id = click["instance"]?.string,
-                    click["name"]?.string == "todayd", BundleCatalog.isValidBundleID(id)
-                else { continue }
-                let button = click["button"]?.int64 ?? 1
-                Task {
-                    let path = Today.widgetPath(id)
-                    if button == 3, let snapshot = try? await connection.call(
-                        Today.busName, path: path, interface: .properties, member: .get,
-                        [.string(Today.widget.name.rawValue), .string(Today.Widget.snapshot.name)]).value(Variant.self, answering: "Get").value,
-                        let first = ((try? ValueMapping.plist(snapshot))?.dictionary).flatMap({ Snapshot($0).actions.first?.id })
-                    {
-                        _ = try? await connection.call(
-                            Today.busName, path: path, interface: Today.widget.name, Today.Widget.performAction, first, VariantDictionary([]),
-                            timeout: .seconds(120))
-                        return
-                    }
-                    _ = try? await connection.call(
-                        Today.busName, path: path, interface: Today.widget.name, Today.Widget.activate,
-                        VariantDictionary([("button", .int32(Int32(clamping: button)))]))
-                }
+                if let click = try? Plist.read(line, allowJSON: true) { handle(click) }
             }
+        }
+    }
+}
+
+/// i3bar and swaybar write click events to standard input: `[`, then one
+/// JSON object a line, each after the first led by a comma. A click on a
+/// block calls Activate on its widget; a right click (button 3) presses the
+/// first button or toggle its snapshot offers, when it offers one.
+private func readClicks(_ connection: Connection) throws {
+    try readClickLines { click in
+        guard let id = click["instance"]?.string, click["name"]?.string == "todayd", BundleCatalog.isValidBundleID(id) else { return }
+        let button = click["button"]?.int64 ?? 1
+        Task {
+            let path = Today.widgetPath(id)
+            if button == 3, let snapshot = try? await connection.call(
+                Today.busName, path: path, interface: .properties, member: .get,
+                [.string(Today.widget.name.rawValue), .string(Today.Widget.snapshot.name)]).value(Variant.self, answering: "Get").value,
+                let first = ((try? ValueMapping.plist(snapshot))?.dictionary).flatMap({ Snapshot($0).actions.first?.id })
+            {
+                _ = try? await connection.call(
+                    Today.busName, path: path, interface: Today.widget.name, Today.Widget.performAction, first, VariantDictionary([]),
+                    timeout: .seconds(120))
+                return
+            }
+            _ = try? await connection.call(
+                Today.busName, path: path, interface: Today.widget.name, Today.Widget.activate,
+                VariantDictionary([("button", .int32(Int32(clamping: button)))]))
         }
     }
 }

@@ -101,9 +101,15 @@ struct Client {
     /// every such message is taken here (messages carry the owner's unique
     /// name, which a restart changes).
     func subscribeToTodayd(_ rules: [MatchRule], _ handler: @escaping @Sendable (Message) -> Void) async throws {
+        try await subscribe(rules, from: Today.busName, handler)
+    }
+
+    /// Signals that match `rules` from whoever owns `name`, as
+    /// `subscribeToTodayd`.
+    func subscribe(_ rules: [MatchRule], from name: BusName, _ handler: @escaping @Sendable (Message) -> Void) async throws {
         for var rule in rules {
             let local = rule
-            rule.sender = Today.busName.rawValue
+            rule.sender = name.rawValue
             try await Self.attempt { try await connection.subscribe(rule) { _ in } }
             try await connection.subscribe(local, addToBus: false, handler: handler)
         }

@@ -51,9 +51,27 @@ let commands: [Command] = [
         name: "timeline", usage: "timeline WIDGET",
         summary: "a widget's timeline: its entries, their relevance, the reload policy and the next reload", operands: [.widget]),
     Command(
-        name: "bar", usage: "bar [WIDGET…] --format waybar|i3bar|polybar|genmon [--once]",
-        summary: "the widgets as a bar module: a line per change (genmon: once), clicks call Activate", operands: [.widget],
-        repeats: true, options: [("--format", .words(["waybar", "i3bar", "polybar", "genmon"])), ("--once", nil)]),
+        name: "bar", usage: "bar [WIDGET…] --format waybar|i3bar|polybar|genmon [--once] | bar --notifications --format …",
+        summary:
+            "the widgets as a bar module: a line per change (genmon: once), clicks call Activate; --notifications: the count and Do Not Disturb",
+        operands: [.widget], repeats: true,
+        options: [("--format", .words(["waybar", "i3bar", "polybar", "genmon"])), ("--once", nil), ("--notifications", nil)]),
+    Command(
+        name: "notify",
+        usage:
+            "notify SUMMARY [BODY] [--app NAME] [--icon ICON] [--urgency low|normal|critical] [--action KEY=LABEL]… [--hint NAME=TYPE:VALUE]… [--replace ID] [--timeout MS] [--image FILE] [--progress N] [--wait]",
+        summary: "send a notification, as notify-send does; prints its id, or with --wait the action chosen or why it closed",
+        operands: [.free, .free],
+        options: [
+            ("--app", .free), ("--icon", .free), ("--urgency", .words(["low", "normal", "critical"])), ("--action", .free), ("--hint", .free),
+            ("--replace", .free), ("--timeout", .free), ("--image", .file), ("--progress", .free), ("--wait", nil),
+        ]),
+    Command(
+        name: "notifications",
+        usage:
+            "notifications [list | dismiss ID | clear [APP] | invoke ID KEY | reply ID TEXT | dnd [on|off|toggle|schedule FROM TO|schedule none] | policy [APP [KEY=VALUE…|reset]] | watch]",
+        summary: "the notification center: its list, dismissing and acting on notifications, Do Not Disturb, each app's policy",
+        operands: [.words(["list", "dismiss", "clear", "invoke", "reply", "dnd", "policy", "watch"]), .free, .free]),
     Command(name: "watch", usage: "watch", summary: "print changes as they happen, until interrupted"),
     Command(
         name: "new",

@@ -27,6 +27,8 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
         case "timeline": try await timeline(client, arguments, json: json)
         case "action": try await action(client, arguments, json: json)
         case "bar": try await bar(client, arguments, json: json)
+        case "notify": try await notify(client, arguments, json: json)
+        case "notifications": try await notifications(client, arguments, json: json)
         default: throw Failure.usage("unknown command '\(name)'")
         }
     }

@@ -121,11 +121,12 @@ import TodayProtocol
     @Test func anActionTheNextEntryDropsIsGone() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
-        // Now: a snapshot with a button; five seconds on: one without.
+        // Now: a snapshot with a button; twelve seconds on: one without (the
+        // gap leaves room for a loaded machine between the run and the read).
         let script = #"""
             cat > /dev/null
             now=$(date +%s)
-            printf '{"result": "new-data", "timeline": [{"date": %s, "snapshot": {"title": "now", "actions": [{"id": "go", "title": "Go", "kind": "button"}]}}, {"date": %s, "snapshot": {"title": "later"}}], "policy": "never"}' "$now" "$((now + 5))"
+            printf '{"result": "new-data", "timeline": [{"date": %s, "snapshot": {"title": "now", "actions": [{"id": "go", "title": "Go", "kind": "button"}]}}, {"date": %s, "snapshot": {"title": "later"}}], "policy": "never"}' "$now" "$((now + 12))"
             """#
         try bundles.addApp("org.example.Later", widgets: [.init(name: "W", script: script)])
         let daemon = try TodayDaemon(bundles: [bundles.path])
@@ -135,7 +136,7 @@ import TodayProtocol
         let widget = "org.example.Later.W"
         #expect(try await client.widget(widget, "PerformUpdate").body == [.string("new-data")])
         #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("now"))
-        _ = try await eventually(8) { try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("later") }
+        _ = try await eventually(20) { try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("later") }
         #expect(try await client.property(widget, "Snapshot").stringDictionary?["title"]?.unwrapped == .string("later"))
         let name = await IdentityTests.errorName { _ = try await client.widget(widget, "PerformAction", [.string("go"), .vardict([])]) }
         #expect(name == "io.github.todayd.Today1.Error.NoSuchAction")

@@ -101,6 +101,46 @@ public enum BarFormat: String, CaseIterable, Sendable {
         }
     }
 
+    /// The name of the notification module's i3bar block, whose clicks
+    /// `todayctl bar --notifications` reads back.
+    public static let notificationsBlock = "todayd-notifications"
+    /// What a click on the notification module runs where the bar runs
+    /// commands: the Today view, shown or hidden.
+    public static let openViewCommand = "today-view --toggle"
+    /// What a right click runs: Do Not Disturb switched.
+    public static let toggleDoNotDisturbCommand = "todayctl notifications dnd toggle"
+
+    /// One status line of the notification module (SPEC section 15): the
+    /// count, a tooltip with the latest summaries, the classes `none`,
+    /// `unseen` and `dnd`.
+    public func line(_ center: NotificationCount) -> String {
+        switch self {
+        case .waybar:
+            return Plist.displayJSON(
+                .dictionary([
+                    "text": .string(center.text), "tooltip": .string(center.tooltip),
+                    "class": .array(center.classes.map(PlistValue.string)), "alt": .string(center.alt),
+                ]), compact: true)
+        case .i3bar:
+            var block: PlistDictionary = [
+                "name": .string(Self.notificationsBlock), "full_text": .string("✉ " + center.text), "short_text": .string("\(center.count)"),
+            ]
+            if center.doNotDisturb {
+                block["color"] = .string("#8c8c8c")
+            } else if center.unseen > 0 {
+                block["urgent"] = .boolean(true)
+            }
+            return Plist.displayJSON(.array([.dictionary(block)]), compact: true) + ","
+        case .polybar:
+            let mark = center.doNotDisturb ? "%{F#8c8c8c}" : center.unseen > 0 ? "%{F#ffb86c}" : ""
+            let text = mark + center.text.replacingScalars("%", with: "%%") + (mark.isEmpty ? "" : "%{F-}")
+            return "%{A1:\(Self.openViewCommand):}%{A3:\(Self.toggleDoNotDisturbCommand):}\(text)%{A}%{A}"
+        case .genmon:
+            return "<txt>\(Self.markup(center.text))</txt><tool>\(Self.markup(center.tooltip))</tool>"
+                + "<txtclick>\(Self.markup(Self.openViewCommand))</txtclick>"
+        }
+    }
+
     static func markup(_ text: String) -> String {
         text.replacingScalars("&", with: "&amp;").replacingScalars("<", with: "&lt;").replacingScalars(">", with: "&gt;")
     }

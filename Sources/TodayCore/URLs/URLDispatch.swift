@@ -105,8 +105,9 @@ public enum URLDispatch {
         return name == "todayd" || name == "todayctl"
     }
 
-    /// Starts `argv` detached (new session, adopted by init), without a shell.
-    static func launch(_ argv: [String], environment: [String: String], directory: String? = nil) throws {
+    /// Starts `argv` detached (new session, adopted by init), without a
+    /// shell; `argv[0]` is a path.
+    public static func launch(_ argv: [String], environment: [String: String], directory: String? = nil) throws {
         guard let program = argv.first else { throw TodayError.noHandler("an empty command") }
         let cArguments = argv.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]

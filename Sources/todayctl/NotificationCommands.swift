@@ -1,0 +1,498 @@
+import DBus
+import FoundationEssentials
+import Glibc
+import PropertyList
+import TodayCore
+import TodayProtocol
+
+// MARK: todayctl notify
+
+/// `todayctl notify SUMMARY [BODY] [options]`: notify-send's job (SPEC
+/// section 15), through `org.freedesktop.Notifications`, so it reaches
+/// whichever server has the name. Prints the id; with `--wait`, what became
+/// of it instead: the chosen action's key, or why it closed.
+func notify(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    var request = try NotifyRequest(arguments)
+    let connection = client.connection
+    // Every signal heard is kept in the stream until the id is known: an
+    // action chosen at once is not missed.
+    let heard = AsyncStream<(UInt32, NotifyOutcome)>.makeStream()
+    if request.wait {
+        let rules = [
+            Notifications.Freedesktop.actionInvoked.name, Notifications.Freedesktop.notificationClosed.name,
+            Notifications.Freedesktop.notificationReplied.name,
+        ].map { MatchRule(interface: Notifications.freedesktop.name, member: $0) }
+        try await client.subscribe(rules, from: Notifications.freedesktopName) { message in
+            if let outcome = NotifyOutcome.heard(message) { heard.continuation.yield(outcome) }
+        }
+        connection.onDisconnect { heard.continuation.finish() }
+    }
+    request.hints.sort { $0.0 < $1.0 }
+    let reply = try await Client.attempt {
+        try await connection.call(
+            Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name,
+            Notifications.Freedesktop.notify, request.appName, request.replaces, request.icon, request.summary, request.body,
+            request.actions.flatMap { [$0.key, $0.label] }, VariantDictionary(request.hints), request.timeout)
+    }
+    guard let given = try? reply.value(UInt32.self) else { throw Failure.refused("the notification server's answer to Notify was not an id") }
+    guard request.wait else {
+        if json { Out.json(.dictionary(["id": .unsigned(UInt64(given))])) } else { Out.line("\(given)") }
+        return
+    }
+    for await (about, outcome) in heard.stream where about == given {
+        if json {
+            var result: PlistDictionary = ["id": .unsigned(UInt64(given))]
+            switch outcome {
+            case .action(let key): result["action"] = .string(key)
+            case .replied(let text):
+                result["action"] = .string("inline-reply")
+                result["reply"] = .string(text)
+            case .closed(let reason): result["closed"] = .string(reason)
+            }
+            Out.json(.dictionary(result))
+        } else {
+            switch outcome {
+            case .action(let key): Out.line(key)
+            case .replied(let text): Out.line("inline-reply\t\(text)")
+            case .closed(let reason): Out.line(reason)
+            }
+        }
+        return
+    }
+    throw Failure.refused("the connection to the bus was lost while waiting")
+}
+
+/// What `--wait` reports: the first of an action, a reply, or the closing.
+enum NotifyOutcome {
+    case action(String)
+    case replied(String)
+    /// `expired`, `dismissed`, `closed` (by its sender) or `other`.
+    case closed(String)
+
+    /// The notification a signal is about, and what it says; nil for
+    /// another signal.
+    static func heard(_ message: Message) -> (UInt32, NotifyOutcome)? {
+        typealias F = Notifications.Freedesktop
+        switch message.member {
+        case F.actionInvoked.name.rawValue:
+            guard let (id, key) = try? message.values(UInt32.self, String.self) else { return nil }
+            return (id, .action(key))
+        case F.notificationReplied.name.rawValue:
+            guard let (id, text) = try? message.values(UInt32.self, String.self) else { return nil }
+            return (id, .replied(text))
+        case F.notificationClosed.name.rawValue:
+            guard let (id, code) = try? message.values(UInt32.self, UInt32.self) else { return nil }
+            return (id, .closed(reason(code)))
+        default: return nil
+        }
+    }
+
+    static func reason(_ code: UInt32) -> String {
+        switch code {
+        case 1: "expired"
+        case 2: "dismissed"
+        case 3: "closed"
+        default: "other"
+        }
+    }
+}
+
+/// `todayctl notify`'s command line, read and checked before anything is
+/// sent.
+struct NotifyRequest {
+    var summary = ""
+    var body = ""
+    var appName = "todayctl"
+    var icon = ""
+    var actions: [(key: String, label: String)] = []
+    var hints: [(String, Value)] = []
+    var replaces: UInt32 = 0
+    /// −1: the server's default for the urgency.
+    var timeout: Int32 = -1
+    var wait = false
+
+    init(_ arguments: [String]) throws {
+        var operands: [String] = []
+        var iterator = arguments.makeIterator()
+        func value(_ option: String) throws -> String {
+            guard let value = iterator.next() else { throw Failure.usage("\(option) needs a value") }
+            return value
+        }
+        func setHint(_ name: String, _ value: Value) {
+            hints.removeAll { $0.0 == name }
+            hints.append((name, value))
+        }
+        while let argument = iterator.next() {
+            switch argument {
+            case "--app": appName = try value(argument)
+            case "--icon": icon = try value(argument)
+            case "--urgency":
+                let text = try value(argument)
+                guard let urgency = TodayNotification.Urgency(name: text) else {
+                    throw Failure.usage("--urgency takes low, normal or critical, not '\(text)'")
+                }
+                setHint("urgency", .byte(urgency.rawValue))
+            case "--action":
+                let text = try value(argument)
+                guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                    throw Failure.usage("--action takes KEY=LABEL (for instance --action reply=Reply), not '\(text)'")
+                }
+                actions.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
+            case "--hint":
+                let (name, hint) = try Self.hint(try value(argument))
+                setHint(name, hint)
+            case "--replace":
+                let text = try value(argument)
+                guard let id = UInt32(text), id > 0 else { throw Failure.usage("--replace takes a notification id (a number above 0), not '\(text)'") }
+                replaces = id
+            case "--timeout":
+                let text = try value(argument)
+                guard let milliseconds = Int32(text), milliseconds >= -1 else {
+                    throw Failure.usage("--timeout takes milliseconds (0: never expires; -1: the server's default), not '\(text)'")
+                }
+                timeout = milliseconds
+            case "--image":
+                let path = try value(argument)
+                let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+                guard FileManager.default.fileExists(atPath: absolute) else { throw Failure.usage("--image: no file at '\(path)'") }
+                setHint("image-path", .string(absolute))
+            case "--progress":
+                let text = try value(argument)
+                guard let percent = Int32(text), (0...100).contains(percent) else {
+                    throw Failure.usage("--progress takes a percentage from 0 to 100, not '\(text)'")
+                }
+                setHint("value", .int32(percent))
+            case "--wait": wait = true
+            case "--": operands += Array(IteratorSequence(iterator))
+            default:
+                if argument.hasPrefix("--") { throw Failure.usage("unknown option '\(argument)' for notify") }
+                operands.append(argument)
+            }
+        }
+        guard let summary = operands.first, !summary.isEmpty else { throw Failure.usage("notify needs a summary") }
+        guard operands.count <= 2 else { throw Failure.usage("notify takes a summary and a body; put words with spaces in quotes") }
+        self.summary = summary
+        body = operands.count > 1 ? operands[1] : ""
+    }
+
+    /// The types `--hint NAME=TYPE:VALUE` takes, as D-Bus types.
+    static let hintTypes = ["string", "int", "uint", "double", "byte", "boolean"]
+
+    /// A hint from `NAME=TYPE:VALUE`.
+    static func hint(_ text: String) throws -> (String, Value) {
+        let types = hintTypes.joined(separator: ", ")
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex,
+            let colon = text[equals...].firstIndex(of: ":")
+        else { throw Failure.usage("--hint takes NAME=TYPE:VALUE (TYPE one of \(types)), as in --hint category=string:email; not '\(text)'") }
+        let name = String(text[..<equals])
+        let type = String(text[text.index(after: equals)..<colon])
+        let raw = String(text[text.index(after: colon)...])
+        let value: Value? =
+            switch type {
+            case "string": .string(raw)
+            case "int": Int32(raw).map(Value.int32)
+            case "uint": UInt32(raw).map(Value.uint32)
+            case "double": Double(raw).flatMap { $0.isFinite ? Value.double($0) : nil }
+            case "byte": UInt8(raw).map(Value.byte)
+            case "boolean": ["true": true, "false": false, "1": true, "0": false][raw].map(Value.boolean)
+            default: nil
+            }
+        guard hintTypes.contains(type) else { throw Failure.usage("--hint \(name): the type '\(type)' is not one of \(types)") }
+        guard let value else { throw Failure.usage("--hint \(name): '\(raw)' is not \(type == "int" ? "an" : "a") \(type)") }
+        return (name, value)
+    }
+}
+
+// MARK: todayctl notifications
+
+/// `todayctl notifications [list | dismiss ID | clear [APP] | invoke ID KEY
+/// | reply ID TEXT | dnd [on|off|toggle|schedule FROM TO|schedule none] |
+/// policy [APP [KEY=VALUE… | reset]] | watch]` (SPEC section 15), on
+/// todayd's own Notifications interface.
+func notifications(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    let center = NotificationCenterClient(client)
+    let verb = arguments.first ?? "list"
+    let operands = Array(arguments.dropFirst())
+    func id(_ text: String?) throws -> UInt32 {
+        guard let text, let id = UInt32(text), id > 0 else {
+            throw Failure.usage("'\(text ?? "")' is not a notification id; `todayctl notifications list` shows them")
+        }
+        return id
+    }
+    func expect(_ count: ClosedRange<Int>) throws {
+        guard count.contains(operands.count) else { throw Failure.usage("notifications \(verb): wrong number of arguments") }
+    }
+    switch verb {
+    case "list":
+        try expect(0...0)
+        let entries = try await center.list()
+        if json {
+            Out.json(.array(entries.map(\.plist)))
+        } else if entries.isEmpty {
+            Out.line("no notifications")
+        } else {
+            for entry in entries { Out.line(NotificationLine.text(entry)) }
+        }
+    case "dismiss":
+        try expect(1...1)
+        try await center.call(Notifications.Center.dismiss, try id(operands.first))
+    case "clear":
+        try expect(0...1)
+        try await center.call(Notifications.Center.dismissAll, operands.first ?? "")
+    case "invoke":
+        try expect(2...2)
+        var platform: [(String, Value)] = []
+        if let token = ProcessInfo.processInfo.environment["XDG_ACTIVATION_TOKEN"], !token.isEmpty {
+            platform.append(("activation-token", .string(token)))
+        }
+        try await center.call(Notifications.Center.invokeAction, try id(operands[0]), operands[1], VariantDictionary(platform))
+    case "reply":
+        try expect(2...2)
+        try await center.call(Notifications.Center.reply, try id(operands[0]), operands[1])
+    case "dnd": try await doNotDisturb(center, operands, json: json)
+    case "policy": try await policy(center, operands, json: json)
+    case "watch":
+        try expect(0...0)
+        try await watchNotifications(client, json: json)
+    default:
+        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy or watch, not '\(verb)'")
+    }
+}
+
+/// Do Not Disturb: shown, switched, or its daily schedule set.
+private func doNotDisturb(_ center: NotificationCenterClient, _ operands: [String], json: Bool) async throws {
+    typealias C = Notifications.Center
+    switch operands.first {
+    case nil:
+        let on = try await center.property(C.doNotDisturb)?.bool ?? false
+        let schedule = try await center.property(C.doNotDisturbSchedule)
+        let (from, to) = DoNotDisturbText.schedule(schedule)
+        if json {
+            Out.json(.dictionary(["on": .boolean(on), "from": .string(from), "to": .string(to)]))
+        } else {
+            Out.line((on ? "on" : "off") + (from.isEmpty ? "" : " (scheduled daily from \(from) to \(to))"))
+        }
+    case "on", "off":
+        guard operands.count == 1 else { throw Failure.usage("notifications dnd \(operands[0]) takes nothing more") }
+        try await center.set(C.doNotDisturb, .boolean(operands[0] == "on"))
+    case "toggle":
+        guard operands.count == 1 else { throw Failure.usage("notifications dnd toggle takes nothing more") }
+        let on = try await center.property(C.doNotDisturb)?.bool ?? false
+        try await center.set(C.doNotDisturb, .boolean(!on))
+        if json { Out.json(.dictionary(["on": .boolean(!on)])) } else { Out.line(on ? "off" : "on") }
+    case "schedule":
+        let times = Array(operands.dropFirst())
+        if times == ["none"] {
+            try await center.set(C.doNotDisturbSchedule, .structure([.string(""), .string("")]))
+            return
+        }
+        guard times.count == 2 else { throw Failure.usage("notifications dnd schedule takes FROM TO (HH:MM, local time), or none") }
+        for time in times where !DoNotDisturbText.isTimeOfDay(time) {
+            throw Failure.usage("'\(time)' is not a time of day: write HH:MM, from 00:00 to 23:59")
+        }
+        try await center.set(C.doNotDisturbSchedule, .structure([.string(times[0]), .string(times[1])]))
+    case let other?:
+        throw Failure.usage("notifications dnd takes on, off, toggle or schedule FROM TO, not '\(other)'")
+    }
+}
+
+enum DoNotDisturbText {
+    static func schedule(_ value: Value?) -> (String, String) {
+        guard case .structure(let fields)? = value?.unwrapped, fields.count == 2 else { return ("", "") }
+        return (fields[0].string ?? "", fields[1].string ?? "")
+    }
+
+    static func isTimeOfDay(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]) else {
+            return false
+        }
+        return (0...23).contains(hour) && (0...59).contains(minute)
+    }
+}
+
+/// An app's policy: shown, listed, set key by key, or removed.
+private func policy(_ center: NotificationCenterClient, _ operands: [String], json: Bool) async throws {
+    let policies = (try await center.property(Notifications.Center.appPolicies))?.stringDictionary ?? [:]
+    func describe(_ app: String, _ policy: Value) -> String {
+        let entries = (policy.stringDictionary ?? [:]).sorted { $0.key < $1.key }.map { key, value in
+            key == "urgency" ? "urgency=\(value.int64.flatMap { UInt8(exactly: $0) }.flatMap(TodayNotification.Urgency.init(rawValue:))?.name ?? "?")"
+                : "\(key)=\(value.bool.map { $0 ? "true" : "false" } ?? "?")"
+        }
+        return "\(app.isEmpty ? "(default)" : app): \(entries.joined(separator: " "))"
+    }
+    func plist(_ value: Value) -> PlistValue { (try? ValueMapping.plist(value)) ?? .dictionary([:]) }
+    guard let app = operands.first else {
+        if json {
+            Out.json(.dictionary(PlistDictionary(policies.sorted { $0.key < $1.key }.map { ($0.key, plist($0.value)) })))
+        } else if policies.isEmpty {
+            Out.line("no policies: every app shows banners and is kept in the list")
+        } else {
+            for (app, policy) in policies.sorted(by: { $0.key < $1.key }) { Out.line(describe(app, policy)) }
+        }
+        return
+    }
+    let settings = Array(operands.dropFirst())
+    if settings.isEmpty {
+        if json {
+            Out.json(policies[app].map(plist) ?? .dictionary([:]))
+        } else {
+            Out.line(policies[app].map { describe(app, $0) } ?? "\(app.isEmpty ? "(default)" : app): no policy of its own")
+        }
+        return
+    }
+    if settings == ["reset"] {
+        try await center.call(Notifications.Center.setAppPolicy, app, VariantDictionary([]))
+        return
+    }
+    // The app's current policy, with the keys given changed.
+    var entries = (policies[app]?.stringDictionary ?? [:])
+    for setting in settings {
+        guard let equals = setting.firstIndex(of: "=") else {
+            throw Failure.usage("policy settings are KEY=VALUE (banners, list, sounds: true|false; urgency: low|normal|critical), not '\(setting)'")
+        }
+        let key = String(setting[..<equals])
+        let text = String(setting[setting.index(after: equals)...])
+        switch key {
+        case "banners", "list", "sounds":
+            guard let flag = ["true": true, "false": false, "on": true, "off": false][text] else {
+                throw Failure.usage("\(key) is true or false, not '\(text)'")
+            }
+            entries[key] = .boolean(flag)
+        case "urgency":
+            guard let urgency = TodayNotification.Urgency(name: text) else { throw Failure.usage("urgency is low, normal or critical, not '\(text)'") }
+            entries[key] = .byte(urgency.rawValue)
+        default:
+            throw Failure.usage("'\(key)' is not a policy key: banners, list, sounds or urgency")
+        }
+    }
+    try await center.call(Notifications.Center.setAppPolicy, app, VariantDictionary(entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+}
+
+/// One notification as a line of `notifications list`.
+enum NotificationLine {
+    static func text(_ entry: NotificationEntry) -> String {
+        var line = "\(entry.id)\t\(localTime(entry.time))\t\(entry.isOpen ? "open" : "closed")\t\(entry.appTitle)\t\(entry.summary)"
+        let body = entry.plainBody.split(separator: "\n").first.map(String.init) ?? ""
+        if !body.isEmpty { line += " — " + body }
+        if let value = entry.value { line += " [\(value)%]" }
+        if !entry.actions.isEmpty { line += "  " + entry.actions.map { "[\($0.label)](\($0.key))" }.joined(separator: " ") }
+        return line
+    }
+}
+
+/// todayd's Notifications interface, as todayctl calls it.
+struct NotificationCenterClient {
+    let client: Client
+
+    init(_ client: Client) { self.client = client }
+
+    @discardableResult
+    func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) async throws -> Message {
+        let values = method.values(repeat each inputs)
+        return try await Client.attempt {
+            try await client.connection.call(
+                Today.busName, path: Today.managerPath, interface: Notifications.today.name, member: method.method.name, values)
+        }
+    }
+
+    func list() async throws -> [NotificationEntry] {
+        let reply = try await call(Notifications.Center.listNotifications)
+        return NotificationEntry.list(reply.body.first ?? .array(.variant, []))
+    }
+
+    func property(_ property: Property) async throws -> Value? {
+        try await Client.attempt {
+            try await client.connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: .get,
+                [.string(Notifications.today.name.rawValue), .string(property.name)]
+            ).body.first?.unwrapped
+        }
+    }
+
+    func set(_ property: Property, _ value: Value) async throws {
+        _ = try await Client.attempt {
+            try await client.connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Set"),
+                [.string(Notifications.today.name.rawValue), .string(property.name), .variant(value)])
+        }
+    }
+
+    /// The bar's figures: count, unseen, Do Not Disturb and the latest.
+    func count() async throws -> NotificationCount {
+        let reply = try await Client.attempt {
+            try await client.connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: .getAll, [.string(Notifications.today.name.rawValue)])
+        }
+        let values = reply.body.first?.stringDictionary ?? [:]
+        typealias C = Notifications.Center
+        return NotificationCount(
+            count: values[C.count.name]?.int64.flatMap(UInt32.init(exactly:)) ?? 0,
+            unseen: values[C.unseen.name]?.int64.flatMap(UInt32.init(exactly:)) ?? 0,
+            doNotDisturb: values[C.doNotDisturb.name]?.bool ?? false,
+            latest: try await list())
+    }
+}
+
+/// `todayctl notifications watch`: a line for each change of the list and
+/// each signal of the notification server, until interrupted.
+private func watchNotifications(_ client: Client, json: Bool) async throws {
+    let events = AsyncStream<Message>.makeStream()
+    let connection = client.connection
+    typealias F = Notifications.Freedesktop
+    try await client.subscribeToTodayd([
+        MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name),
+        MatchRule(path: Today.managerPath, interface: .properties, member: .propertiesChanged),
+        MatchRule(interface: Notifications.freedesktop.name, member: F.actionInvoked.name),
+        MatchRule(interface: Notifications.freedesktop.name, member: F.notificationClosed.name),
+        MatchRule(interface: Notifications.freedesktop.name, member: F.notificationReplied.name),
+    ]) { events.continuation.yield($0) }
+    _ = try await Client.attempt { try await connection.callBus(.getNameOwner, [.string(Today.busName.rawValue)]) }
+    connection.onDisconnect { events.continuation.finish() }
+    if json {
+        Out.json(.dictionary(["event": .string("watching")]), compact: true)
+    } else {
+        Out.line("watching notifications (Ctrl-C to stop)")
+    }
+    let center = NotificationCenterClient(client)
+    var seen = Set<String>()
+    func emit(_ event: String, _ fields: PlistDictionary, _ text: String) {
+        if json {
+            var all = fields
+            all["event"] = .string(event)
+            Out.json(.dictionary(all), compact: true)
+        } else {
+            Out.line("\(timestamp()) \(text)")
+        }
+    }
+    for await message in events.stream {
+        guard seen.insert("\(message.sender ?? "") \(message.serial)").inserted else { continue }
+        switch message.member {
+        case Notifications.Center.notificationsChanged.name.rawValue:
+            func ids(_ index: Int) -> [UInt32] {
+                index < message.body.count ? (message.body[index].elements ?? []).compactMap { $0.int64.flatMap(UInt32.init(exactly:)) } : []
+            }
+            let (changed, removed) = (ids(0), ids(1))
+            for id in changed {
+                let reply = try? await center.call(Notifications.Center.getNotification, id)
+                guard let entry = reply?.body.first?.stringDictionary.flatMap(NotificationEntry.init) else { continue }
+                emit("changed", ["id": .unsigned(UInt64(id)), "notification": entry.plist], "changed \(NotificationLine.text(entry))")
+            }
+            for id in removed { emit("removed", ["id": .unsigned(UInt64(id))], "removed \(id)") }
+        case MemberName.propertiesChanged.rawValue:
+            let changed = message.body.count > 1 ? message.body[1].stringDictionary ?? [:] : [:]
+            for (name, value) in changed.sorted(by: { $0.key < $1.key }) {
+                let plist = (try? ValueMapping.plist(value)) ?? .string("")
+                emit("property", ["name": .string(name), "value": plist], "\(name)=\(describe(plist))")
+            }
+        default:
+            guard let (id, outcome) = NotifyOutcome.heard(message) else { continue }
+            switch outcome {
+            case .action(let key): emit("action", ["id": .unsigned(UInt64(id)), "key": .string(key)], "action \(id) \(key)")
+            case .replied(let text): emit("reply", ["id": .unsigned(UInt64(id)), "text": .string(text)], "reply \(id) \(text)")
+            case .closed(let reason): emit("closed", ["id": .unsigned(UInt64(id)), "reason": .string(reason)], "closed \(id) \(reason)")
+            }
+        }
+    }
+    throw Failure.refused("the connection to the bus was lost")
+}
