@@ -29,8 +29,8 @@ let package = Package(
         // The Today view only: todayd and todayctl never link GTK.
         .systemLibrary(
             name: "CGtk",
-            pkgConfig: "gtk4",
-            providers: [.apt(["libgtk-4-dev"])]
+            pkgConfig: "gtk-layer-shell-0",
+            providers: [.apt(["libgtk-3-dev", "libgtk-layer-shell-dev"])]
         ),
         .target(name: "DBus", dependencies: ["CDBus", "CSystem", "Posix"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2", "Posix"]),

@@ -24,6 +24,25 @@ extension Connection {
         return reply
     }
 
+    /// Sends a call without waiting for its reply: calls sent this way from
+    /// one thread leave in the order they were made. `complete` gets the
+    /// reply, or the error (a remote one as a `DBusError`), on the
+    /// connection's loop thread, exactly once.
+    public func call(
+        _ destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
+        _ arguments: [Value] = [], timeout: Duration = .seconds(25), complete: @escaping @Sendable (Result<Message, any Error>) -> Void
+    ) {
+        do {
+            let message = try MessageHandle.methodCall(destination: destination?.rawValue, path: path, interface: interface, member: member)
+            try message.append(arguments)
+            send(message, timeout: timeout) { result in
+                complete(result.flatMap { reply in reply.error.map { .failure($0) } ?? .success(reply) })
+            }
+        } catch {
+            complete(.failure(error))
+        }
+    }
+
     /// Calls a method and blocks the calling thread until the reply comes;
     /// for synchronous APIs. Never call it on the connection's loop thread.
     @discardableResult

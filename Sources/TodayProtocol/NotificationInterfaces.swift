@@ -11,6 +11,25 @@ public enum Notifications {
 
     public static let interfaces = [freedesktop, gtk, today]
 
+    /// Where todayd hands the notifications that pass Do Not Disturb, the
+    /// inhibitions and their app's policy to be shown as banners (SPEC
+    /// section 15): served by `today-view --banners`, which the bus starts
+    /// at the first banner.
+    public static let bannersName = BusName("io.github.todayd.Today1.Banners")
+    public static let bannersPath = ObjectPath("/io/github/todayd/Today1/Banners")
+
+    public static let banners = Interface(
+        InterfaceName("io.github.todayd.Today1.Banners"),
+        methods: [Banners.show],
+        doc: "io.github.todayd.Today1.Banners: the banners, shown for todayd.")
+
+    /// The members of `banners`.
+    public enum Banners {
+        public static let show = MethodDeclaration(
+            MemberName("Show"), in: ("notification", VariantDictionary.self),
+            doc: "Shows the notification (as ListNotifications gives it) as a banner, or updates its banner; it goes when the notification closes.")
+    }
+
     public static let freedesktop = Interface(
         InterfaceName("org.freedesktop.Notifications"),
         methods: [

@@ -1,22 +1,32 @@
 import CGtk
 import FoundationEssentials
+import TodayCore
 
-// The GTK calls the Today view makes, in one place: pointer casts (GTK's
-// type-cast macros do not import), signal trampolines (g_signal_connect is
-// a macro; g_signal_connect_data with @convention(c) callbacks and the
-// Swift closure as Unmanaged user data), and main-loop scheduling.
+// The GTK 3 calls the Today view and the banners make, in one place:
+// pointer casts (GTK's type-cast macros do not import), signal trampolines
+// (g_signal_connect is a macro; g_signal_connect_data with @convention(c)
+// callbacks and the Swift closure as Unmanaged user data), widgets shown
+// as they are made (as GTK 4 does), and main-loop scheduling.
 
 typealias Widget = UnsafeMutablePointer<GtkWidget>
 
-/// A widget as the GTK type a call takes (GtkLabel, GtkBox… import as
-/// opaque pointers), as GTK_LABEL() and the other casts do.
-func cast(_ widget: Widget) -> OpaquePointer { OpaquePointer(widget) }
-
-/// A widget as a GTK type whose instance struct is public (GtkBox, GtkButton…).
+/// A widget as the GTK type a call takes (GtkLabel, GtkBox…), as
+/// GTK_LABEL() and the other casts do.
 func cast<T>(_ widget: Widget) -> UnsafeMutablePointer<T> { UnsafeMutableRawPointer(widget).assumingMemoryBound(to: T.self) }
+
+/// A widget as the GObject that g_object calls take.
+func object(_ widget: Widget) -> UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GObject.self) }
 
 /// Any GTK object pointer as the raw instance GObject calls take.
 func raw(_ pointer: Widget) -> UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+
+/// `widget`, shown: GTK 3 makes widgets hidden, and a container's
+/// `show_all` would also show what is hidden on purpose.
+@discardableResult
+func shown(_ widget: Widget) -> Widget {
+    gtk_widget_show(widget)
+    return widget
+}
 
 /// A Swift closure kept alive for as long as the signal's object lives.
 private final class Closure {
@@ -61,6 +71,25 @@ func connect(_ object: Widget, _ signal: String, withArgument body: @escaping (U
         GConnectFlags(rawValue: 0))
 }
 
+/// Connects `key-press-event` of `window` to `body`, which gets the key
+/// and the modifier state and says whether it handled the key.
+func onKeyPress(_ window: Widget, _ body: @escaping (_ key: UInt32, _ state: UInt32) -> Bool) {
+    final class Box {
+        let body: (UInt32, UInt32) -> Bool
+        init(_ body: @escaping (UInt32, UInt32) -> Bool) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Box(body)).toOpaque()
+    let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GdkEventKey>?, UnsafeMutableRawPointer?) -> gboolean = {
+        _, event, data in
+        guard let data, let event else { return 0 }
+        return Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().body(event.pointee.keyval, event.pointee.state) ? 1 : 0
+    }
+    let release: GClosureNotify = { data, _ in
+        if let data { Unmanaged<Box>.fromOpaque(data).release() }
+    }
+    g_signal_connect_data(raw(window), "key-press-event", unsafeBitCast(handler, to: GCallback.self), data, release, GConnectFlags(rawValue: 0))
+}
+
 /// A widget handed to a closure that another thread passes on to the main
 /// loop: @unchecked because the pointer is only used there, by `onMainLoop`.
 struct MainLoopWidget: @unchecked Sendable {
@@ -85,13 +114,19 @@ func onMainLoop(_ body: @escaping @Sendable () -> Void) {
 
 /// Runs `body` every `seconds` on the main loop, for as long as it returns true.
 func every(seconds: UInt32, _ body: @escaping () -> Bool) {
+    every(milliseconds: seconds * 1000, body)
+}
+
+/// Runs `body` every `milliseconds` on the main loop, for as long as it
+/// returns true.
+func every(milliseconds: UInt32, _ body: @escaping () -> Bool) {
     final class Repeat {
         let body: () -> Bool
         init(_ body: @escaping () -> Bool) { self.body = body }
     }
     let data = Unmanaged.passRetained(Repeat(body)).toOpaque()
-    g_timeout_add_seconds_full(
-        G_PRIORITY_DEFAULT, seconds,
+    g_timeout_add_full(
+        G_PRIORITY_DEFAULT, milliseconds,
         { data in
             guard let data else { return 0 }
             return Unmanaged<Repeat>.fromOpaque(data).takeUnretainedValue().body() ? 1 : 0
@@ -100,60 +135,73 @@ func every(seconds: UInt32, _ body: @escaping () -> Bool) {
 
 // MARK: Widgets, as Swift
 
+func addClass(_ widget: Widget, _ name: String) {
+    gtk_style_context_add_class(gtk_widget_get_style_context(widget), name)
+}
+
 func label(_ text: String, classes: [String] = [], wrap: Bool = true) -> Widget {
-    let label = gtk_label_new(text)!
-    let typed = cast(label)
-    gtk_label_set_wrap(typed, wrap ? 1 : 0)
-    gtk_label_set_xalign(typed, 0)
-    if wrap { gtk_label_set_wrap_mode(typed, PANGO_WRAP_WORD_CHAR) }
-    for name in classes { gtk_widget_add_css_class(label, name) }
+    let label = shown(gtk_label_new(text)!)
+    gtk_label_set_line_wrap(cast(label), wrap ? 1 : 0)
+    gtk_label_set_xalign(cast(label), 0)
+    if wrap { gtk_label_set_line_wrap_mode(cast(label), PANGO_WRAP_WORD_CHAR) }
+    for name in classes { addClass(label, name) }
     return label
 }
 
 func box(vertical: Bool, spacing: Int32 = 6) -> Widget {
-    gtk_box_new(vertical ? GTK_ORIENTATION_VERTICAL : GTK_ORIENTATION_HORIZONTAL, spacing)!
+    shown(gtk_box_new(vertical ? GTK_ORIENTATION_VERTICAL : GTK_ORIENTATION_HORIZONTAL, spacing)!)
 }
 
+/// Adds `child` to a box (after the others), a bin or a window.
 func append(_ parent: Widget, _ child: Widget) {
-    gtk_box_append(cast(parent), child)
+    gtk_container_add(cast(parent), child)
+}
+
+/// The children of a container, in order; none for another widget.
+func children(_ widget: Widget) -> [Widget] {
+    guard g_type_check_instance_is_a(UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GTypeInstance.self), gtk_container_get_type()) != 0
+    else { return [] }
+    let list = gtk_container_get_children(cast(widget))
+    defer { g_list_free(list) }
+    var result: [Widget] = []
+    var node = list
+    while let current = node {
+        if let data = current.pointee.data { result.append(data.assumingMemoryBound(to: GtkWidget.self)) }
+        node = current.pointee.next
+    }
+    return result
 }
 
 func button(_ title: String?, icon: String? = nil, _ action: @escaping () -> Void) -> Widget {
     let button: Widget
     if let icon, title == nil {
-        button = gtk_button_new_from_icon_name(icon)!
+        button = shown(gtk_button_new_from_icon_name(icon, GTK_ICON_SIZE_BUTTON)!)
     } else {
-        button = gtk_button_new()!
+        button = shown(gtk_button_new()!)
         setContent(of: button, title: title ?? "", icon: icon)
     }
     connect(button, "clicked", action)
     return button
 }
 
-/// A button's child: its title, after its icon when it has one (GTK's own
-/// icon name call would replace the title).
+/// A button's child: its title, after its icon when it has one.
 func setContent(of button: Widget, title: String, icon: String?) {
     guard let icon else { return gtk_button_set_label(cast(button), title) }
     let content = box(vertical: false, spacing: 6)
-    append(content, gtk_image_new_from_icon_name(icon)!)
-    append(content, gtk_label_new(title)!)
-    gtk_button_set_child(cast(button), content)
+    let image = shown(gtk_image_new_from_icon_name(icon, GTK_ICON_SIZE_BUTTON)!)
+    gtk_image_set_pixel_size(cast(image), 16)
+    append(content, image)
+    append(content, shown(gtk_label_new(title)!))
+    append(button, content)
 }
 
 /// Sets what a screen reader says for `widget`.
 func setAccessibleLabel(_ widget: Widget, _ text: String) {
-    var value = GValue()
-    g_value_init(&value, G_TYPE_STRING_TYPE())
-    g_value_set_string(&value, text)
-    var property = GTK_ACCESSIBLE_PROPERTY_LABEL
-    gtk_accessible_update_property_value(cast(widget), 1, &property, &value)
-    g_value_unset(&value)
+    guard let accessible = gtk_widget_get_accessible(widget) else { return }
+    atk_object_set_name(accessible, text)
 }
 
-/// G_TYPE_STRING, a macro over a fundamental type number.
-func G_TYPE_STRING_TYPE() -> GType { GType(16 << 2) }
-
-/// G_TYPE_BOOLEAN, likewise.
+/// G_TYPE_BOOLEAN, a macro over a fundamental type number.
 func G_TYPE_BOOLEAN_TYPE() -> GType { GType(5 << 2) }
 
 /// Asks GTK for its dark style (`true`) or its light one.
@@ -173,25 +221,58 @@ func setMargins(_ widget: Widget, top: Int32, left: Int32, bottom: Int32, right:
     gtk_widget_set_margin_end(widget, right)
 }
 
-/// A picture of `bytes` (PNG or JPEG), or nil when GTK cannot read them.
-func picture(bytes: Data) -> Widget? {
-    let gbytes = bytes.withUnsafeBytes { g_bytes_new($0.baseAddress, gsize($0.count)) }
-    defer { g_bytes_unref(gbytes) }
+/// The picture in `bytes` (PNG or JPEG), or nil when GdkPixbuf cannot read them.
+func pixbuf(bytes: Data) -> OpaquePointer? {
+    guard let loader = gdk_pixbuf_loader_new() else { return nil }
+    defer { g_object_unref(UnsafeMutableRawPointer(loader)) }
     var error: UnsafeMutablePointer<GError>?
-    guard let texture = gdk_texture_new_from_bytes(gbytes, &error) else {
-        if let error { g_error_free(error) }
-        return nil
+    let written = bytes.withUnsafeBytes { buffer in
+        gdk_pixbuf_loader_write(loader, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), gsize(buffer.count), &error)
     }
-    defer { g_object_unref(UnsafeMutableRawPointer(texture)) }
-    return gtk_picture_new_for_paintable(texture)
+    if let failed = error { g_error_free(failed) }
+    error = nil
+    let closed = gdk_pixbuf_loader_close(loader, &error)
+    if let error { g_error_free(error) }
+    guard written != 0, closed != 0, let pixbuf = gdk_pixbuf_loader_get_pixbuf(loader) else { return nil }
+    g_object_ref(UnsafeMutableRawPointer(pixbuf))
+    return pixbuf
+}
+
+/// The picture in the file at `path`, or nil.
+func pixbuf(file path: String) -> OpaquePointer? {
+    var error: UnsafeMutablePointer<GError>?
+    let pixbuf = gdk_pixbuf_new_from_file(path, &error)
+    if let error { g_error_free(error) }
+    return pixbuf
+}
+
+/// An image of `pixbuf` scaled, keeping its shape, to fill
+/// `width`×`height` as far as it can; takes the pixbuf.
+func picture(_ pixbuf: OpaquePointer, width: Int32, height: Int32) -> Widget {
+    defer { g_object_unref(UnsafeMutableRawPointer(pixbuf)) }
+    let (w, h) = (gdk_pixbuf_get_width(pixbuf), gdk_pixbuf_get_height(pixbuf))
+    let scale = min(Double(width) / Double(max(w, 1)), Double(height) / Double(max(h, 1)))
+    guard scale != 1, let scaled = gdk_pixbuf_scale_simple(pixbuf, max(1, Int32(Double(w) * scale)), max(1, Int32(Double(h) * scale)), GDK_INTERP_BILINEAR)
+    else { return shown(gtk_image_new_from_pixbuf(pixbuf)!) }
+    defer { g_object_unref(UnsafeMutableRawPointer(scaled)) }
+    return shown(gtk_image_new_from_pixbuf(scaled)!)
 }
 
 func loadCSS(_ css: String) {
     let provider = gtk_css_provider_new()!
-    gtk_css_provider_load_from_data(provider, css, -1)
-    if let display = gdk_display_get_default() {
-        gtk_style_context_add_provider_for_display(display, OpaquePointer(provider), UInt32(GTK_STYLE_PROVIDER_PRIORITY_APPLICATION))
+    var error: UnsafeMutablePointer<GError>?
+    gtk_css_provider_load_from_data(provider, css, -1, &error)
+    if let error {
+        FileSystem.writeAll(2, "today-view: the style sheet: \(String(cString: error.pointee.message))\n")
+        g_error_free(error)
     }
+    if let screen = gdk_screen_get_default() {
+        gtk_style_context_add_provider_for_screen(screen, OpaquePointer(provider), UInt32(GTK_STYLE_PROVIDER_PRIORITY_APPLICATION))
+    }
+}
+
+func typeName(_ widget: Widget) -> String {
+    String(cString: g_type_name(G_TYPE_FROM_INSTANCE_TYPE(widget)))
 }
 
 /// The text of every visible label and button under `widget`, in tree
@@ -199,15 +280,10 @@ func loadCSS(_ css: String) {
 func visibleTexts(_ widget: Widget) -> [String] {
     guard gtk_widget_get_visible(widget) != 0 else { return [] }
     var texts: [String] = []
-    let type = String(cString: g_type_name(G_TYPE_FROM_INSTANCE_TYPE(widget)))
-    if type == "GtkLabel", let text = gtk_label_get_text(cast(widget)) {
+    if typeName(widget) == "GtkLabel", let text = gtk_label_get_text(cast(widget)) {
         texts.append(String(cString: text))
     }
-    var child = gtk_widget_get_first_child(widget)
-    while let current = child {
-        texts += visibleTexts(current)
-        child = gtk_widget_get_next_sibling(current)
-    }
+    for child in children(widget) { texts += visibleTexts(child) }
     return texts
 }
 
@@ -218,14 +294,21 @@ func visibleTexts(_ widget: Widget) -> [String] {
 func focusChain(_ window: Widget) -> [String] {
     var stops: [String] = []
     var seen: [UnsafeMutableRawPointer] = []
+    // The window as the desktop makes it when it is chosen: active, with
+    // the keyboard (where no window manager runs, as under Xvfb, nothing
+    // else does, and a list row would not know it has the focus).
+    if let event = gdk_event_new(GDK_FOCUS_CHANGE), let surface = gtk_widget_get_window(window) {
+        event.pointee.focus_change.window = OpaquePointer(g_object_ref(UnsafeMutableRawPointer(surface)))
+        event.pointee.focus_change.in = 1
+        gtk_widget_send_focus_change(window, event)
+        gdk_event_free(event)
+    }
     gtk_window_set_focus(cast(window), nil)
     for _ in 0..<200 {
         guard gtk_widget_child_focus(window, GTK_DIR_TAB_FORWARD) != 0, let focused = gtk_window_get_focus(cast(window)) else { break }
         if seen.contains(raw(focused)) { break }
         seen.append(raw(focused))
-        let type = String(cString: g_type_name(G_TYPE_FROM_INSTANCE_TYPE(focused)))
-        let texts = visibleTexts(focused)
-        stops.append("\(type): \(texts.first ?? "")")
+        stops.append("\(typeName(focused)): \(visibleTexts(focused).first ?? "")")
     }
     return stops
 }
@@ -235,61 +318,64 @@ func G_TYPE_FROM_INSTANCE_TYPE(_ widget: Widget) -> GType {
     UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GTypeInstance.self).pointee.g_class.pointee.g_type
 }
 
-/// Renders `widget` once through GTK's own snapshot, into a PNG at `path`.
+/// Draws `widget` once, as GTK draws it on screen, into a PNG at `path`.
 func savePNG(of widget: Widget, to path: String) -> Bool {
-    let width = gtk_widget_get_width(widget), height = gtk_widget_get_height(widget)
-    guard width > 0, height > 0, let paintable = gtk_widget_paintable_new(widget) else { return false }
-    defer { g_object_unref(UnsafeMutableRawPointer(paintable)) }
-    let snapshot = gtk_snapshot_new()
-    gdk_paintable_snapshot(paintable, snapshot, Double(width), Double(height))
-    guard let node = gtk_snapshot_free_to_node(snapshot) else { return false }
-    defer { gsk_render_node_unref(node) }
-    guard let native = gtk_widget_get_native(widget), let renderer = gtk_native_get_renderer(native) else { return false }
-    var bounds = graphene_rect_t()
-    graphene_rect_init(&bounds, 0, 0, Float(width), Float(height))
-    guard let texture = gsk_renderer_render_texture(renderer, node, &bounds) else { return false }
-    defer { g_object_unref(UnsafeMutableRawPointer(texture)) }
-    return gdk_texture_save_to_png(texture, path) != 0
+    let width = gtk_widget_get_allocated_width(widget), height = gtk_widget_get_allocated_height(widget)
+    guard width > 1, height > 1, let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height) else { return false }
+    defer { cairo_surface_destroy(surface) }
+    guard let context = cairo_create(surface) else { return false }
+    gtk_widget_draw(widget, context)
+    cairo_destroy(context)
+    return cairo_surface_write_to_png(surface, path) == CAIRO_STATUS_SUCCESS
 }
+
+/// The size a card icon's file had, kept on the image for `cardIcons`.
+private let iconSizeKey = "today-icon-size"
 
 /// A card's icon, 24 pixels: the image file at `file`, else the theme's
 /// icon `named`. Named `card-icon`, for `cardIcons`.
 func cardIcon(file: String?, named: String) -> Widget {
-    let image = file.map { gtk_image_new_from_file($0)! } ?? gtk_image_new_from_icon_name(named)!
-    gtk_image_set_pixel_size(cast(image), 24)
+    let image: Widget
+    if let file, let loaded = pixbuf(file: file) {
+        let size = (Int(gdk_pixbuf_get_width(loaded)) << 16) | Int(gdk_pixbuf_get_height(loaded))
+        image = picture(loaded, width: 24, height: 24)
+        g_object_set_data(object(image), iconSizeKey, UnsafeMutableRawPointer(bitPattern: size))
+    } else {
+        image = shown(gtk_image_new_from_icon_name(file == nil ? named : "image-missing", GTK_ICON_SIZE_LARGE_TOOLBAR)!)
+        gtk_image_set_pixel_size(cast(image), 24)
+    }
     gtk_widget_set_name(image, "card-icon")
     return image
 }
 
 /// Each visible card icon under `widget` as GTK holds it, a line each,
 /// for tests and `--describe`: `icon NAME: file W×H` for an image file
-/// that loaded (its picture's size), `icon NAME: named ICON (in the
+/// that loaded (the file's size), `icon NAME: named ICON (in the
 /// theme|not in the theme)`, or `icon NAME: missing` where GTK could not
 /// load the file. NAME is the label beside it, the card's name.
 func cardIcons(_ widget: Widget) -> [String] {
     guard gtk_widget_get_visible(widget) != 0 else { return [] }
     var lines: [String] = []
-    if String(cString: gtk_widget_get_name(widget)) == "card-icon" {
-        let name = gtk_widget_get_next_sibling(widget).flatMap { gtk_label_get_text(cast($0)) }.map { String(cString: $0) } ?? ""
-        let image: OpaquePointer = cast(widget)
+    let inside = children(widget)
+    for (index, child) in inside.enumerated() where String(cString: gtk_widget_get_name(child)) == "card-icon" && gtk_widget_get_visible(child) != 0 {
+        let name = inside.dropFirst(index + 1).first.flatMap { gtk_label_get_text(cast($0)) }.map { String(cString: $0) } ?? ""
+        let image: UnsafeMutablePointer<GtkImage> = cast(child)
         switch gtk_image_get_storage_type(image) {
-        case GTK_IMAGE_PAINTABLE:
-            let picture = gtk_image_get_paintable(image)
-            lines.append("icon \(name): file \(gdk_paintable_get_intrinsic_width(picture))×\(gdk_paintable_get_intrinsic_height(picture))")
+        case GTK_IMAGE_PIXBUF:
+            let size = Int(bitPattern: g_object_get_data(object(child), iconSizeKey))
+            lines.append("icon \(name): file \(size >> 16)×\(size & 0xffff)")
         case GTK_IMAGE_ICON_NAME:
-            let icon = gtk_image_get_icon_name(image).map { String(cString: $0) } ?? ""
-            let theme = gtk_icon_theme_get_for_display(gtk_widget_get_display(widget))
-            let found = icon != "image-missing" && gtk_icon_theme_has_icon(theme, icon) != 0
-            lines.append(icon == "image-missing" ? "icon \(name): missing" : "icon \(name): named \(icon) (\(found ? "in the theme" : "not in the theme"))")
+            var icon: UnsafePointer<gchar>?
+            gtk_image_get_icon_name(image, &icon, nil)
+            let iconName = icon.map { String(cString: $0) } ?? ""
+            let found = iconName != "image-missing" && gtk_icon_theme_has_icon(gtk_icon_theme_get_default(), iconName) != 0
+            lines.append(
+                iconName == "image-missing" ? "icon \(name): missing" : "icon \(name): named \(iconName) (\(found ? "in the theme" : "not in the theme"))")
         default:
             lines.append("icon \(name): missing")
         }
     }
-    var child = gtk_widget_get_first_child(widget)
-    while let current = child {
-        lines += cardIcons(current)
-        child = gtk_widget_get_next_sibling(current)
-    }
+    for child in inside { lines += cardIcons(child) }
     return lines
 }
 
@@ -297,7 +383,7 @@ func cardIcons(_ widget: Widget) -> [String] {
 func naturalHeight(_ widget: Widget, width: Int32) -> Int32 {
     var minimum: Int32 = 0
     var natural: Int32 = 0
-    gtk_widget_measure(widget, GTK_ORIENTATION_VERTICAL, width, &minimum, &natural, nil, nil)
+    gtk_widget_get_preferred_height_for_width(widget, width, &minimum, &natural)
     return natural
 }
 
@@ -305,17 +391,13 @@ func naturalHeight(_ widget: Widget, width: Int32) -> Int32 {
 /// `card N of M: in the picture` or `card N of M: cut off`, for tests and
 /// `--describe`.
 func rowsInside(_ list: Widget, window: Widget) -> [String] {
-    var rows: [Widget] = []
-    var child = gtk_widget_get_first_child(list)
-    while let current = child {
-        rows.append(current)
-        child = gtk_widget_get_next_sibling(current)
-    }
-    let height = Float(gtk_widget_get_height(window))
+    let rows = children(list)
+    let height = gtk_widget_get_allocated_height(window)
     return rows.enumerated().map { index, row in
-        var bounds = graphene_rect_t()
-        let placed = gtk_widget_compute_bounds(row, window, &bounds) != 0
-        let inside = placed && bounds.origin.y >= 0 && bounds.origin.y + bounds.size.height <= height + 0.5
+        var x: Int32 = 0
+        var y: Int32 = 0
+        let placed = gtk_widget_translate_coordinates(row, window, 0, 0, &x, &y) != 0
+        let inside = placed && y >= 0 && y + gtk_widget_get_allocated_height(row) <= height
         return "card \(index + 1) of \(rows.count): \(inside ? "in the picture" : "cut off")"
     }
 }

@@ -92,7 +92,7 @@ final class TodayView {
                 }
             }
         }
-        let window = gtk_window_new()!
+        let window = gtk_window_new(GTK_WINDOW_TOPLEVEL)!
         self.window = window
         gtk_window_set_title(cast(window), "Today")
         gtk_window_set_default_size(cast(window), pane ? 360 : 520, pane ? 900 : 640)
@@ -103,9 +103,10 @@ final class TodayView {
         gtk_widget_set_visible(banner, 0)
         self.banner = banner
         append(column, banner)
-        let scroller = gtk_scrolled_window_new()!
+        let scroller = shown(gtk_scrolled_window_new(nil, nil)!)
+        gtk_scrolled_window_set_policy(cast(scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC)
         gtk_widget_set_vexpand(scroller, 1)
-        let list = gtk_list_box_new()!
+        let list = shown(gtk_list_box_new()!)
         self.list = list
         gtk_list_box_set_selection_mode(cast(list), GTK_SELECTION_NONE)
         connect(list, "row-activated", withArgument: { [self] row in
@@ -114,22 +115,16 @@ final class TodayView {
             guard cards.indices.contains(index) else { return }
             call(Today.widgetPath(cards[index].id), Today.widget.name, Today.Widget.activate, VariantDictionary([]))
         })
-        gtk_scrolled_window_set_child(cast(scroller), list)
+        append(scroller, list)
         append(column, scroller)
-        gtk_window_set_child(cast(window), column)
+        append(window, column)
 
         // Ctrl+R updates every widget.
-        let controller = gtk_shortcut_controller_new()
-        let trigger = gtk_shortcut_trigger_parse_string("<Control>r")
-        let action = gtk_callback_action_new(
-            { _, _, data in
-                guard let data else { return 0 }
-                let view = Unmanaged<TodayView>.fromOpaque(data).takeUnretainedValue()
-                MainActor.assumeIsolated { view.call(Today.managerPath, Today.center.name, Today.Center.updateAll) }
-                return 1
-            }, Unmanaged.passUnretained(self).toOpaque(), nil)
-        gtk_shortcut_controller_add_shortcut(controller, gtk_shortcut_new(trigger, action))
-        gtk_widget_add_controller(window, controller)
+        onKeyPress(window) { [self] key, state in
+            guard (key == UInt32(GDK_KEY_r) || key == UInt32(GDK_KEY_R)), state & GDK_CONTROL_MASK.rawValue != 0 else { return false }
+            call(Today.managerPath, Today.center.name, Today.Center.updateAll)
+            return true
+        }
 
         gtk_window_present(cast(window))
         subscribe()
@@ -249,11 +244,11 @@ final class TodayView {
             cards = shown
             updatedLabels = []
             controls = [:]
-            while let row = gtk_widget_get_first_child(list) { gtk_list_box_remove(cast(list), row) }
+            for row in children(list) { gtk_widget_destroy(row) }
             let now = Date()
-            for card in shown { gtk_list_box_append(cast(list), row(for: card, now: now)) }
+            for card in shown { gtk_list_box_insert(cast(list), row(for: card, now: now), -1) }
             if shown.isEmpty {
-                gtk_list_box_append(cast(list), label("No widget has anything to show.", classes: ["dim"]))
+                gtk_list_box_insert(cast(list), label("No widget has anything to show.", classes: ["dim"]), -1)
             }
         }
         pressAsked()
@@ -279,8 +274,7 @@ final class TodayView {
             if isToggle {
                 gtk_toggle_button_set_active(cast(control), gtk_toggle_button_get_active(cast(control)) == 0 ? 1 : 0)
             } else {
-                let clicked = g_signal_lookup("clicked", gtk_button_get_type())
-                withVaList([]) { g_signal_emit_valist(UnsafeMutableRawPointer(control), clicked, 0, $0) }
+                gtk_button_clicked(cast(control))
             }
             guard describe else { continue }
             let state = isToggle ? (gtk_toggle_button_get_active(cast(control)) != 0 ? ": on" : ": off") : ""
@@ -298,14 +292,14 @@ final class TodayView {
         // to their height first, and the picture is taken once that is laid out.
         if !shotFitted, let list {
             shotFitted = true
-            let width = gtk_widget_get_width(window)
+            let width = gtk_widget_get_allocated_width(window)
             let bannerHeight = banner.map { gtk_widget_get_visible($0) != 0 ? naturalHeight($0, width: width) : 0 } ?? 0
             let wanted = naturalHeight(list, width: width) + bannerHeight
             // The list is laid out whole inside its scroller's viewport,
             // which shows what fits.
-            let visible = gtk_widget_get_parent(list).map { gtk_widget_get_height($0) } ?? 0
+            let visible = gtk_widget_get_parent(list).map { gtk_widget_get_allocated_height($0) } ?? 0
             if wanted > visible + bannerHeight {
-                gtk_window_set_default_size(cast(window), width, min(wanted, 16_000))
+                gtk_window_resize(cast(window), width, min(wanted, 16_000))
                 every(seconds: 1) { [self] in
                     takeScreenshot()
                     return false
@@ -328,11 +322,11 @@ final class TodayView {
     }
 
     private func row(for card: TodayCard, now: Date) -> Widget {
-        let row = gtk_list_box_row_new()!
+        let row = shown(gtk_list_box_row_new()!)
         gtk_list_box_row_set_activatable(cast(row), 1)
         setAccessibleLabel(row, card.accessibilityLabel)
         let content = box(vertical: true, spacing: 6)
-        gtk_widget_add_css_class(content, "card")
+        addClass(content, "card")
         let (top, left, bottom, right) = card.margins
         setMargins(content, top: Int32(clamping: Int(top.rounded())), left: Int32(clamping: Int(left.rounded())), bottom: Int32(clamping: Int(bottom.rounded())), right: Int32(clamping: Int(right.rounded())))
         if card.preferredHeight > 0 { gtk_widget_set_size_request(content, -1, Int32(clamping: Int(min(card.preferredHeight, 4000).rounded()))) }
@@ -346,7 +340,6 @@ final class TodayView {
         gtk_widget_set_hexpand(name, 1)
         append(header, name)
         let spinner = gtk_spinner_new()!
-        gtk_widget_set_visible(spinner, 0)
         append(header, spinner)
         let id = card.id
         let refresh = button(nil, icon: "view-refresh-symbolic") { [self] in
@@ -368,9 +361,9 @@ final class TodayView {
         if let body = card.body { append(content, label(body)) }
         switch card.image {
         case .bytes(let data)?:
-            if let picture = picture(bytes: data) { append(content, sized(picture)) }
+            if let loaded = pixbuf(bytes: data) { append(content, picture(loaded, width: 480, height: 160)) }
         case .path(let path)?:
-            append(content, sized(gtk_picture_new_for_filename(path)!))
+            if let loaded = pixbuf(file: path) { append(content, picture(loaded, width: 480, height: 160)) }
         case nil: break
         }
         for item in card.items {
@@ -382,8 +375,8 @@ final class TodayView {
                     call(Today.managerPath, Today.center.name, Today.Center.openURL, url.absoluteString, VariantDictionary([]))
                 }
             }
-            gtk_widget_add_css_class(row, "flat")
-            if let child = gtk_button_get_child(cast(row)) { gtk_label_set_xalign(cast(child), 0) }
+            addClass(row, "flat")
+            if let child = gtk_bin_get_child(cast(row)) { gtk_label_set_xalign(cast(child), 0) }
             append(content, row)
         }
         if !card.actions.isEmpty {
@@ -392,7 +385,7 @@ final class TodayView {
                 let press = { [self] in call(Today.widgetPath(id), Today.widget.name, Today.Widget.performAction, action.id, VariantDictionary([])) }
                 let control: Widget
                 if action.isToggle {
-                    control = gtk_toggle_button_new()!
+                    control = shown(gtk_toggle_button_new()!)
                     setContent(of: control, title: action.title, icon: action.iconName)
                     gtk_toggle_button_set_active(cast(control), action.isOn ? 1 : 0)
                     connect(control, "toggled", press)
@@ -409,15 +402,7 @@ final class TodayView {
         let updated = label(card.updated(at: now), classes: ["dim", "caption"])
         updatedLabels.append((updated, card))
         append(content, updated)
-        gtk_list_box_row_set_child(cast(row), content)
+        append(row, content)
         return row
-    }
-
-    /// A picture scaled to the card's width, at most 160 points high.
-    private func sized(_ picture: Widget) -> Widget {
-        gtk_picture_set_can_shrink(cast(picture), 1)
-        gtk_picture_set_content_fit(cast(picture), GTK_CONTENT_FIT_CONTAIN)
-        gtk_widget_set_size_request(picture, -1, 160)
-        return picture
     }
 }

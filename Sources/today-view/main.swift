@@ -56,7 +56,7 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
     exit(1)
 }
 
-gtk_init()
+gtk_init(nil, nil)
 let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses)
 view.start()
 while !view.finished {

@@ -276,4 +276,35 @@ import TodayProtocol
         _ = try book.post(NotificationBookTests.posting("mail"), at: NotificationBookTests.start)
         #expect(book.count == 1)
     }
+
+    /// Banners (SPEC section 15): what passes Do Not Disturb (on or
+    /// scheduled), the inhibitions and its app's policy; critical ones pass
+    /// the first two, never an app's "no banners".
+    @Test func whatShowsAsABanner() throws {
+        func banners(_ book: inout NotificationBook, _ posting: NotificationBook.Posting, minute: Int = 12 * 60) throws -> Bool {
+            let (id, effects) = try book.post(posting, at: NotificationBookTests.start, minute: minute)
+            return effects.contains(.banner(id))
+        }
+        var book = NotificationBook()
+        #expect(try banners(&book, NotificationBookTests.posting("plain")))
+        #expect(try banners(&book, NotificationBookTests.posting("transient") { $0.transient = true }), "shown, though never listed")
+        book.settings.doNotDisturb = true
+        #expect(try !banners(&book, NotificationBookTests.posting("quiet")))
+        #expect(try banners(&book, NotificationBookTests.posting("fire", urgency: .critical)), "critical ones still show")
+        book.settings.doNotDisturb = false
+        book.settings.scheduleFrom = "22:00"
+        book.settings.scheduleTo = "07:00"
+        #expect(try !banners(&book, NotificationBookTests.posting("night"), minute: 23 * 60))
+        #expect(try !banners(&book, NotificationBookTests.posting("early"), minute: 6 * 60 + 59))
+        #expect(try banners(&book, NotificationBookTests.posting("morning"), minute: 7 * 60))
+        let (cookie, _) = book.inhibit(by: ":1.9")
+        #expect(try !banners(&book, NotificationBookTests.posting("presenting")))
+        #expect(try banners(&book, NotificationBookTests.posting("alarm", urgency: .critical)))
+        _ = book.uninhibit(cookie, by: ":1.9")
+        book.settings.policies["chat"] = .init(banners: false, list: true, sounds: true, urgency: nil)
+        #expect(try !banners(&book, NotificationBookTests.posting("hi", app: "chat", urgency: .critical)), "the user said no banners for this app")
+        book.settings.policies["mail"] = .init(banners: true, list: true, sounds: true, urgency: .critical)
+        book.settings.doNotDisturb = true
+        #expect(try banners(&book, NotificationBookTests.posting("boss", app: "mail")), "the policy's urgency counts")
+    }
 }

@@ -37,7 +37,7 @@ import TodayProtocol
         environment["DBUS_SESSION_BUS_ADDRESS"] = todayd.bus.address
         // gtk.portal serves GNOME (UseIn=gnome).
         environment["XDG_CURRENT_DESKTOP"] = "GNOME"
-        environment["GTK_A11Y"] = "none"
+        environment["NO_AT_BRIDGE"] = "1"
         environment["PATH"] = "/usr/bin:/bin"
         // The portals' own files and GTK's settings schemas are the system's.
         environment["XDG_DATA_DIRS"] = "/usr/local/share:/usr/share"

@@ -54,7 +54,7 @@ import TodayProtocol
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
         let result = try await run(
-            ["env", "GTK_A11Y=none"] + environment + ["xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe"]
+            ["env", "NO_AT_BRIDGE=1"] + environment + ["xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe"]
                 + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? [])
                 + presses.flatMap { ["--press", $0] }, timeout: 60)
         let texts = result.output.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("state: ") }
@@ -75,7 +75,7 @@ import TodayProtocol
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
-            ["GTK_A11Y=none", "xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe", "--delay", "\(delay)"]
+            ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe", "--delay", "\(delay)"]
             + (style.map { ["--style", $0] } ?? [])
         let output = Pipe()
         let errors = Pipe()

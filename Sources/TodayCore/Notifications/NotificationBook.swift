@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import Glibc
 import TodayProtocol
 
 /// The notification list as value code (SPEC section 14): events in
@@ -35,6 +36,9 @@ struct NotificationBook: Sendable {
         case activateApp(appID: String)
         /// The Inhibited property.
         case inhibited(Bool)
+        /// Show it as a banner (SPEC section 15): it passed Do Not
+        /// Disturb, the inhibitions and its app's policy.
+        case banner(UInt32)
     }
 
     /// A notification to post, as its interface handed it over.
@@ -142,9 +146,14 @@ struct NotificationBook: Sendable {
     /// Posts `posting` at `now` (admitted first: `admit`): a new
     /// notification, or one that replaces another in place (same id, moved
     /// to the top, no NotificationClosed). Returns its id.
-    mutating func post(_ posting: Posting, at now: Date) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
+    ///
+    /// `minute` is the minute of the local day at `now` (0 to 1439), for
+    /// Do Not Disturb's schedule; by default, from the C library's time
+    /// zone.
+    mutating func post(_ posting: Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
         var notification = posting.notification
         let policy = settings.policy(for: notification.appID)
+        let banner = showsBanner(urgency: policy.urgency ?? notification.urgency, policy: policy, atMinute: minute ?? Self.localMinute(now))
         if let urgency = policy.urgency { notification.urgency = urgency }
         // An app kept out of the list: shown and gone, as a transient one.
         if !policy.list { notification.transient = true }
@@ -180,6 +189,7 @@ struct NotificationBook: Sendable {
             // transient replacement takes the one it replaces out of the list.
             if let replaced { effects += remove([replaced], reason: nil) }
             byID[id] = notification
+            if banner { effects.append(.banner(id)) }
             return (id, effects)
         }
         if let replaced, let old = byID[replaced]?.imageFile, old != notification.imageFile { effects.append(.dropImage(old)) }
@@ -194,7 +204,25 @@ struct NotificationBook: Sendable {
             removed.append(oldest)
         }
         effects.append(.listChanged(changed: [id], removed: removed))
+        if banner { effects.append(.banner(id)) }
         return (id, effects)
+    }
+
+    /// Whether a notification of `urgency` shows as a banner: its app's
+    /// policy allows banners, and Do Not Disturb (on, or scheduled at
+    /// `minute`) and the inhibitions hold back all but critical ones.
+    func showsBanner(urgency: TodayNotification.Urgency, policy: NotificationSettings.Policy, atMinute minute: Int) -> Bool {
+        guard policy.banners else { return false }
+        return urgency == .critical || !(settings.isQuiet(atMinute: minute) || isInhibited)
+    }
+
+    /// The minute of the local day at `date`, in the C library's time zone
+    /// (TZ, /etc/localtime).
+    static func localMinute(_ date: Date) -> Int {
+        var seconds = time_t(Int64(exactly: date.timeIntervalSince1970.rounded(.down)) ?? 0)
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return 0 }
+        return Int(parts.tm_hour) * 60 + Int(parts.tm_min)
     }
 
     /// Takes `ids` out of the list; sends NotificationClosed with `reason`

@@ -26,6 +26,8 @@ final class NotificationService: Sendable {
     private let listTemplate = Mutex<(generation: UInt64, reply: ReplyTemplate)?>(nil)
     /// Closes the notifications whose time has run out, when it runs out.
     private let expiry = Mutex<(any DueTimer)?>(nil)
+    /// Until when banners are not asked for, after they could not be shown.
+    private let bannersHeldUntil = Mutex<Date?>(nil)
     /// Held while the settings file is read or written, so that changes
     /// reach the disk and the list one at a time, in the same order.
     private let settingsFile = Mutex(())
@@ -315,7 +317,32 @@ final class NotificationService: Sendable {
                 activate(appID, action: nil, target: nil)
             case .inhibited(let on):
                 freedesktop.set(F.inhibited.name, .boolean(on))
+            case .banner(let id):
+                showBanner(id)
             }
+        }
+    }
+
+    /// Hands notification `id` to the banners (`today-view --banners`,
+    /// started by the bus at the first). Where they cannot be started (no
+    /// display, not installed), banners are not asked for again for a
+    /// minute: a flood does not start a failing program at every
+    /// notification. The calls leave in the order of the notifications.
+    private func showBanner(_ id: UInt32) {
+        let now = clock.now
+        guard let notification = book.withLock({ $0.byID[id] }), bannersHeldUntil.withLock({ $0.map { now >= $0 } ?? true }) else { return }
+        let later = now.addingTimeInterval(60)
+        connection.call(
+            Notifications.bannersName, path: Notifications.bannersPath, interface: Notifications.banners.name,
+            member: Notifications.Banners.show.method.name, [.vardict(notification.dictionary)]
+        ) { [self] result in
+            guard case .failure(let error) = result else { return }
+            let first = bannersHeldUntil.withLock { until in
+                defer { until = later }
+                return until == nil
+            }
+            // Said once: a desktop without a display for banners is not an error.
+            if first { log.info("no banners (\(error)); the list and the bars still show notifications") }
         }
     }
 
