@@ -1,5 +1,6 @@
 import CGtk
 import FoundationEssentials
+import Glibc
 import TodayCore
 
 // The GTK 3 calls the Today view and the banners make, in one place:
@@ -318,7 +319,8 @@ func G_TYPE_FROM_INSTANCE_TYPE(_ widget: Widget) -> GType {
     UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GTypeInstance.self).pointee.g_class.pointee.g_type
 }
 
-/// Draws `widget` once, as GTK draws it on screen, into a PNG at `path`.
+/// Draws `widget` once, as GTK draws it on screen, into a PNG at `path`
+/// (written beside it and renamed over it: a reader sees a whole picture).
 func savePNG(of widget: Widget, to path: String) -> Bool {
     let width = gtk_widget_get_allocated_width(widget), height = gtk_widget_get_allocated_height(widget)
     guard width > 1, height > 1, let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height) else { return false }
@@ -326,7 +328,9 @@ func savePNG(of widget: Widget, to path: String) -> Bool {
     guard let context = cairo_create(surface) else { return false }
     gtk_widget_draw(widget, context)
     cairo_destroy(context)
-    return cairo_surface_write_to_png(surface, path) == CAIRO_STATUS_SUCCESS
+    let part = path + ".part"
+    guard cairo_surface_write_to_png(surface, part) == CAIRO_STATUS_SUCCESS else { return false }
+    return rename(part, path) == 0
 }
 
 /// The size a card icon's file had, kept on the image for `cardIcons`.

@@ -1,8 +1,10 @@
 // today-view: the Today view, one card per widget with content (SPEC
-// section 13), following todayd live over D-Bus.
+// section 13) and the notification center's list (section 15), following
+// todayd live over D-Bus; with --banners, the banners.
 //
 //   today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]]
 //              [--press ACTION]... [--address ADDR]
+//   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--address ADDR]
 //
 // Without --style the window follows the desktop's light or dark
 // preference (the settings portal), live.
@@ -17,6 +19,8 @@ import Glibc
 import TodayCore
 
 var pane = false
+var banners = false
+var stay = false
 var screenshot: String?
 var describe = false
 var delay: UInt32 = 0
@@ -27,6 +31,8 @@ var arguments = Array(CommandLine.arguments.dropFirst()).makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--pane": pane = true
+    case "--banners": banners = true
+    case "--stay": stay = true
     case "--screenshot": screenshot = arguments.next()
     case "--describe": describe = true
     case "--delay": delay = arguments.next().flatMap { UInt32($0) } ?? 0
@@ -44,12 +50,24 @@ while let argument = arguments.next() {
         }
         style = chosen
     case "--help", "-h":
-        FileSystem.writeAll(1, "usage: today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--press ACTION]... [--address ADDR]\n")
+        FileSystem.writeAll(
+            1,
+            """
+            usage: today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--press ACTION]... [--address ADDR]
+                   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--address ADDR]
+
+            """)
         exit(0)
     default:
         FileSystem.writeAll(2, "today-view: unknown argument '\(argument)'\n")
         exit(2)
     }
+}
+// Started by the bus for the banners: the bus that started it.
+if banners, let starter = ProcessInfo.processInfo.environment["DBUS_STARTER_ADDRESS"], !starter.isEmpty,
+    !CommandLine.arguments.contains("--address")
+{
+    address = starter
 }
 guard let address, !address.isEmpty, let connection = try? Connection(address: address) else {
     FileSystem.writeAll(2, "today-view: no session bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR\n")
@@ -57,6 +75,12 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
 }
 
 gtk_init(nil, nil)
+if banners {
+    let shown = Banners(connection: connection, describe: describe, screenshot: screenshot, presses: presses, stay: stay)
+    shown.start()
+    while !shown.finished { g_main_context_iteration(nil, 1) }
+    exit(shown.status)
+}
 let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses)
 view.start()
 while !view.finished {

@@ -59,6 +59,7 @@ import TodayProtocol
             ("usr/share/dbus-1/services/io.github.todayd.Today1.service", 0o644),
             ("usr/share/dbus-1/services/org.freedesktop.Notifications.service", 0o644),
             ("usr/share/dbus-1/services/org.gtk.Notifications.service", 0o644),
+            ("usr/share/dbus-1/services/io.github.todayd.Today1.Banners.service", 0o644),
             ("usr/share/dbus-1/interfaces/io.github.todayd.Today1.xml", 0o644),
             ("usr/share/man/man8/todayd.8.gz", 0o644), ("usr/share/man/man1/todayctl.1.gz", 0o644),
             ("usr/share/bash-completion/completions/todayctl", 0o644), ("usr/share/zsh/vendor-completions/_todayctl", 0o644),
@@ -76,6 +77,9 @@ import TodayProtocol
             let file = try String(contentsOfFile: root.path + "/usr/share/dbus-1/services/\(name).service", encoding: .utf8)
             #expect(file == "[D-BUS Service]\nName=\(name)\nExec=/usr/bin/todayd\nSystemdService=todayd.service\n")
         }
+        // The first banner starts the banners (SPEC section 15).
+        let banners = try String(contentsOfFile: root.path + "/usr/share/dbus-1/services/io.github.todayd.Today1.Banners.service", encoding: .utf8)
+        #expect(banners == "[D-BUS Service]\nName=io.github.todayd.Today1.Banners\nExec=/usr/bin/today-view --banners\n")
         let unit = try String(contentsOfFile: root.path + "/usr/lib/systemd/user/todayd.service", encoding: .utf8)
         #expect(unit.contains("\nType=dbus\n") && unit.contains("\nBusName=io.github.todayd.Today1\n") && unit.contains("\nExecStart=/usr/bin/todayd\n"))
         let entry = try await run(["desktop-file-validate", root.path + "/usr/share/applications/io.github.todayd.TodayView.desktop"])

@@ -86,6 +86,43 @@ public struct NotificationEntry: Equatable, Sendable {
         return out
     }
 
+    /// How long ago it came, as the list and a banner say it: `now`,
+    /// `5 min ago`, `3 h ago`, `2 days ago`.
+    public func age(at now: Date) -> String {
+        let seconds = max(0, now.timeIntervalSince1970 - Double(time) / 1_000_000)
+        switch seconds {
+        case ..<60: return "now"
+        case ..<3600: return "\(Int(seconds / 60)) min ago"
+        case ..<86_400: return "\(Int(seconds / 3600)) h ago"
+        default:
+            let days = Int(seconds / 86_400)
+            return "\(days) day\(days == 1 ? "" : "s") ago"
+        }
+    }
+
+    /// The buttons a person presses: every action but `default` (a click
+    /// on the notification itself) and `inline-reply` (the reply field).
+    public var buttons: [(key: String, label: String)] {
+        actions.filter { $0.key != "default" && $0.key != "inline-reply" }
+    }
+
+    /// The reply field's placeholder, where the notification takes a reply.
+    public var replyLabel: String? {
+        actions.first { $0.key == "inline-reply" }.map { $0.label.isEmpty ? "Reply" : $0.label }
+    }
+
+    /// `entries` (newest first) grouped by app as the list shows them: the
+    /// app with the newest notification first, each group newest first.
+    public static func groups(_ entries: [NotificationEntry]) -> [(appID: String, entries: [NotificationEntry])] {
+        var order: [String] = []
+        var byApp: [String: [NotificationEntry]] = [:]
+        for entry in entries {
+            if byApp[entry.appID] == nil { order.append(entry.appID) }
+            byApp[entry.appID, default: []].append(entry)
+        }
+        return order.map { ($0, byApp[$0] ?? []) }
+    }
+
     public var plist: PlistValue {
         var d: PlistDictionary = [
             "id": .unsigned(UInt64(id)), "app-id": .string(appID), "app-name": .string(appName), "app-icon": .string(appIcon),

@@ -1,0 +1,343 @@
+import CGtk
+import DBus
+import FoundationEssentials
+import Glibc
+import TodayCore
+import TodayProtocol
+
+/// `today-view --banners`: the banners (SPEC section 15). todayd hands each
+/// notification that passes Do Not Disturb, the inhibitions and its app's
+/// policy to `Banners.Show`; the bus starts this program at the first. At
+/// most three show at once, newest on top, in one surface at the screen's
+/// top-right corner that never takes the keyboard by itself; the rest wait
+/// their turn. A banner goes when its notification closes or leaves the
+/// list, or when the user acts on it. With nothing shown for a minute the
+/// program ends (the next banner starts it again).
+@MainActor
+final class Banners {
+    static let most = 3
+    static let idleSeconds: Double = 60
+
+    let connection: Connection
+    let describe: Bool
+    let screenshot: String?
+    /// Action keys to press, each once, on the first banner offering it.
+    let presses: [String]
+    let stay: Bool
+    var finished = false
+    var status: Int32 = 0
+
+    private var showing: [NotificationEntry] = []
+    private var queued: [NotificationEntry] = []
+    private var window: Widget?
+    private var list: Widget?
+    private var onLayerShell = false
+    private var idleSince = Date()
+    private var announced: String?
+    private var pressed: Set<String> = []
+
+    init(connection: Connection, describe: Bool, screenshot: String?, presses: [String], stay: Bool) {
+        self.connection = connection
+        self.describe = describe
+        self.screenshot = screenshot
+        self.presses = presses
+        self.stay = stay
+    }
+
+    static let css = """
+        window.banners { background: transparent; }
+        .banner-list { background: transparent; }
+        .banner-list row { padding: 0; margin-bottom: 8px; background: transparent; }
+        .banner-list .notification { background: @theme_bg_color; border: 1px solid alpha(currentColor, 0.15); }
+        """
+
+    func start() {
+        loadCSS(notificationCSS + Self.css)
+        let window = gtk_window_new(GTK_WINDOW_TOPLEVEL)!
+        self.window = window
+        gtk_window_set_title(cast(window), "Notifications")
+        addClass(window, "banners")
+        gtk_widget_set_size_request(window, 380, -1)
+        gtk_window_set_resizable(cast(window), 0)
+        if gtk_layer_is_supported() != 0 {
+            // sway, Plasma: a layer surface over other windows.
+            onLayerShell = true
+            gtk_layer_init_for_window(cast(window))
+            gtk_layer_set_namespace(cast(window), "todayd-banners")
+            gtk_layer_set_layer(cast(window), GTK_LAYER_SHELL_LAYER_OVERLAY)
+            gtk_layer_set_anchor(cast(window), GTK_LAYER_SHELL_EDGE_TOP, 1)
+            gtk_layer_set_anchor(cast(window), GTK_LAYER_SHELL_EDGE_RIGHT, 1)
+            gtk_layer_set_margin(cast(window), GTK_LAYER_SHELL_EDGE_TOP, 12)
+            gtk_layer_set_margin(cast(window), GTK_LAYER_SHELL_EDGE_RIGHT, 12)
+            gtk_layer_set_keyboard_mode(cast(window), GTK_LAYER_SHELL_KEYBOARD_MODE_NONE)
+        } else {
+            // X11: an undecorated window of the notification type, placed
+            // by its top-right corner, that the window manager never focuses.
+            gtk_window_set_type_hint(cast(window), GDK_WINDOW_TYPE_HINT_NOTIFICATION)
+            gtk_window_set_decorated(cast(window), 0)
+            gtk_window_set_accept_focus(cast(window), 0)
+            gtk_window_set_focus_on_map(cast(window), 0)
+            gtk_window_set_keep_above(cast(window), 1)
+            gtk_window_set_skip_taskbar_hint(cast(window), 1)
+            gtk_window_set_skip_pager_hint(cast(window), 1)
+            gtk_window_set_gravity(cast(window), GDK_GRAVITY_NORTH_EAST)
+        }
+        let list = shown(gtk_list_box_new()!)
+        self.list = list
+        addClass(list, "banner-list")
+        gtk_list_box_set_selection_mode(cast(list), GTK_SELECTION_NONE)
+        connect(list, "row-activated", withArgument: { [self] row in
+            guard let row else { return }
+            let id = notificationID(of: row.assumingMemoryBound(to: GtkWidget.self))
+            if id != 0 { invoke(id, "default") }
+        })
+        setMargins(list, top: 0, left: 0, bottom: 0, right: 0)
+        append(window, list)
+        connect(window, "destroy") { [self] in finished = true }
+        serve()
+        every(seconds: 5) { [self] in
+            if !stay, showing.isEmpty, queued.isEmpty, Date().timeIntervalSince(idleSince) >= Self.idleSeconds { finished = true }
+            return !finished
+        }
+    }
+
+    // MARK: The bus
+
+    /// Serves Banners.Show, then takes the name (a call the bus queued
+    /// while starting this program is answered once the name is ours), and
+    /// follows what todayd says of the notifications showing.
+    private func serve() {
+        let connection = connection
+        connection.objects.export(
+            Notifications.bannersPath,
+            [
+                ExportedInterface(
+                    Notifications.banners,
+                    bindings: [
+                        Notifications.Banners.show.immediate { [self] _, notification in
+                            guard let entry = NotificationEntry(notification.dictionary) else {
+                                throw DBusError(.invalidArgs, "the notification has no id")
+                            }
+                            onMainLoop { [self] in MainActor.assumeIsolated { show(entry) } }
+                            return []
+                        }
+                    ])
+            ])
+        Task.detached { [self] in
+            let heard: @Sendable (Message) -> Void = { [self] message in
+                let ids: (changed: [UInt32], removed: [UInt32], closed: UInt32?)
+                switch message.member {
+                case Notifications.Center.notificationsChanged.name.rawValue:
+                    func list(_ index: Int) -> [UInt32] {
+                        index < message.body.count ? (message.body[index].elements ?? []).compactMap { $0.int64.flatMap(UInt32.init(exactly:)) } : []
+                    }
+                    ids = (list(0), list(1), nil)
+                case Notifications.Freedesktop.notificationClosed.name.rawValue:
+                    ids = ([], [], try? message.values(UInt32.self, UInt32.self).0)
+                default:
+                    // todayd's name changed hands: what is shown can no longer be acted on.
+                    let owner = (try? message.values(String.self, String.self, String.self))?.2 ?? ""
+                    if owner.isEmpty { onMainLoop { [self] in MainActor.assumeIsolated { clear() } } }
+                    return
+                }
+                onMainLoop { [self] in MainActor.assumeIsolated { follow(changed: ids.changed, removed: ids.removed + (ids.closed.map { [$0] } ?? [])) } }
+            }
+            for rule in [
+                MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name),
+                MatchRule(interface: Notifications.freedesktop.name, member: Notifications.Freedesktop.notificationClosed.name),
+            ] {
+                var bus = rule
+                bus.sender = Today.busName.rawValue
+                _ = try? await connection.subscribe(bus) { _ in }
+                _ = try? await connection.subscribe(rule, addToBus: false, handler: heard)
+            }
+            _ = try? await connection.subscribe(
+                MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue), handler: heard)
+            let reply = try? await connection.requestName(Notifications.bannersName, flags: [.doNotQueue])
+            onMainLoop { [self] in
+                MainActor.assumeIsolated {
+                    guard reply == .primaryOwner || reply == .alreadyOwner else {
+                        FileSystem.writeAll(2, "today-view: another program shows the banners (\(Notifications.bannersName.rawValue) has an owner)\n")
+                        status = 1
+                        finished = true
+                        return
+                    }
+                    if describe { FileSystem.writeAll(1, "banners: serving\n") }
+                }
+            }
+        }
+    }
+
+    /// A call to todayd's Notifications interface; the signals that follow
+    /// say what it did.
+    private func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) {
+        connection.call(
+            Today.busName, path: Today.managerPath, interface: Notifications.today.name, member: method.method.name,
+            method.values(repeat each inputs)
+        ) { result in
+            if case .failure(let error) = result { FileSystem.writeAll(2, "today-view: \(method.method.name.rawValue): \(error)\n") }
+        }
+    }
+
+    private func invoke(_ id: UInt32, _ key: String) {
+        var platform: [(String, Value)] = []
+        if let token = activationToken() { platform.append(("activation-token", .string(token))) }
+        call(Notifications.Center.invokeAction, id, key, VariantDictionary(platform))
+        drop([id])
+    }
+
+    private var controls: NotificationControls {
+        NotificationControls(
+            invoke: { [self] id, key in invoke(id, key) },
+            reply: { [self] id, text in
+                call(Notifications.Center.reply, id, text)
+                drop([id])
+            },
+            dismiss: { [self] id in
+                call(Notifications.Center.dismiss, id)
+                drop([id])
+            },
+            openLink: { [self] uri in
+                connection.call(
+                    Today.busName, path: Today.managerPath, interface: Today.center.name, member: Today.Center.openURL.method.name,
+                    Today.Center.openURL.values(uri, VariantDictionary([]))
+                ) { _ in }
+            })
+    }
+
+    // MARK: What is shown
+
+    func show(_ entry: NotificationEntry) {
+        if let at = showing.firstIndex(where: { $0.id == entry.id }) {
+            // Replaced: the new content, on top.
+            showing.remove(at: at)
+            showing.insert(entry, at: 0)
+        } else if let at = queued.firstIndex(where: { $0.id == entry.id }) {
+            queued[at] = entry
+        } else if showing.count < Self.most {
+            showing.insert(entry, at: 0)
+        } else {
+            queued.append(entry)
+        }
+        redraw()
+    }
+
+    /// Follows NotificationsChanged and NotificationClosed: a banner whose
+    /// notification left, or closed, goes; one that changed is redrawn.
+    private func follow(changed: [UInt32], removed: [UInt32]) {
+        drop(removed)
+        let watched = Set((showing + queued).map(\.id))
+        let refresh = changed.filter { watched.contains($0) }
+        guard !refresh.isEmpty else { return }
+        let connection = connection
+        Task.detached { [self] in
+            for id in refresh {
+                let reply = try? await connection.call(
+                    Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.getNotification, id)
+                let entry = reply?.body.first?.stringDictionary.flatMap(NotificationEntry.init)
+                onMainLoop { [self] in
+                    MainActor.assumeIsolated {
+                        guard let entry, entry.isOpen else { return drop([id]) }
+                        if let at = showing.firstIndex(where: { $0.id == id }) { showing[at] = entry }
+                        if let at = queued.firstIndex(where: { $0.id == id }) { queued[at] = entry }
+                        redraw()
+                    }
+                }
+            }
+        }
+    }
+
+    private func drop(_ ids: [UInt32]) {
+        let gone = Set(ids)
+        let before = showing.count + queued.count
+        showing.removeAll { gone.contains($0.id) }
+        queued.removeAll { gone.contains($0.id) }
+        guard showing.count + queued.count != before else { return }
+        while showing.count < Self.most, !queued.isEmpty { showing.insert(queued.removeFirst(), at: 0) }
+        redraw()
+    }
+
+    private func clear() {
+        showing = []
+        queued = []
+        redraw()
+    }
+
+    private func redraw() {
+        guard let window, let list else { return }
+        for row in children(list) { gtk_widget_destroy(row) }
+        let now = Date()
+        for entry in showing { gtk_list_box_insert(cast(list), notificationRow(entry, now: now, controls: controls), -1) }
+        if showing.isEmpty {
+            gtk_widget_hide(window)
+            idleSince = now
+        } else {
+            if onLayerShell {
+                // The keyboard only for a reply, and only when clicked into.
+                let typing = showing.contains { $0.replyLabel != nil }
+                gtk_layer_set_keyboard_mode(cast(window), typing ? GTK_LAYER_SHELL_KEYBOARD_MODE_ON_DEMAND : GTK_LAYER_SHELL_KEYBOARD_MODE_NONE)
+            } else if let display = gdk_display_get_default(), let monitor = gdk_display_get_primary_monitor(display) ?? gdk_display_get_monitor(display, 0) {
+                var area = GdkRectangle()
+                gdk_monitor_get_workarea(monitor, &area)
+                gtk_window_move(cast(window), area.x + area.width - 12, area.y + 12)
+            }
+            // As small as what it shows.
+            gtk_window_resize(cast(window), 380, 1)
+            gtk_widget_show(window)
+        }
+        announce()
+        pressAsked()
+        if screenshot != nil, !showing.isEmpty {
+            every(milliseconds: 700) { [self] in
+                takeScreenshot()
+                return false
+            }
+        }
+    }
+
+    /// With --describe, `banners: ID… queued: ID…` (newest first) each time
+    /// that changes.
+    private func announce() {
+        guard describe else { return }
+        let state = "banners: \(showing.map { "\($0.id)" }.joined(separator: " ")) queued: \(queued.map { "\($0.id)" }.joined(separator: " "))"
+        guard state != announced else { return }
+        announced = state
+        FileSystem.writeAll(1, state + "\n")
+    }
+
+    /// Presses each action asked for (--press KEY) on the first banner that
+    /// offers it, as a click on its button does.
+    private func pressAsked() {
+        guard let list else { return }
+        for key in presses where !pressed.contains(key) {
+            for row in children(list) {
+                guard let entry = showing.first(where: { $0.id == notificationID(of: row) }),
+                    let label = entry.buttons.first(where: { $0.key == key })?.label,
+                    let control = findButton(in: row, labelled: label)
+                else { continue }
+                pressed.insert(key)
+                if describe { FileSystem.writeAll(1, "pressed \(key) on \(entry.id)\n") }
+                gtk_button_clicked(cast(control))
+                return
+            }
+        }
+    }
+
+    private func takeScreenshot() {
+        guard let screenshot, let window, !showing.isEmpty else { return }
+        if savePNG(of: window, to: screenshot) {
+            if describe { FileSystem.writeAll(1, "picture: \(showing.count) banners\n") }
+        } else {
+            FileSystem.writeAll(2, "today-view: cannot render the banners to \(screenshot)\n")
+        }
+    }
+}
+
+/// The first button under `widget` whose text is `text`.
+func findButton(in widget: Widget, labelled text: String) -> Widget? {
+    if typeName(widget) == "GtkButton", visibleTexts(widget).first == text { return widget }
+    for child in children(widget) {
+        if let found = findButton(in: child, labelled: text) { return found }
+    }
+    return nil
+}

@@ -1,0 +1,84 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+import TodayProtocol
+
+/// The banners (SPEC section 15): `today-view --banners`, started by the
+/// bus at todayd's first banner as its service file says, under Xvfb;
+/// what it shows read from its `--describe` lines, its buttons pressed
+/// through GTK.
+@Suite(.showsDaemonLogs) struct BannerTests {
+    static let view = Paths.root.appendingPathComponent(".build/debug/today-view").path
+
+    /// The lines a file has so far.
+    static func lines(_ url: URL) -> [String] {
+        ((try? String(contentsOf: url, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func theBusStartsThemAndTheyFollowTheList() async throws {
+        let todayd = try RestartableTodayd("banners", activating: true)
+        defer { todayd.remove() }
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let picture = todayd.home.appendingPathComponent("banners.png")
+        // The service file, as `make install` writes it, with Xvfb for a
+        // display, the system's data folders (the test's todayd has its
+        // own, where GTK would find neither its icons nor the MIME
+        // database), and what the test reads.
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.view) --banners --describe --screenshot \(picture.path) --press yes > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        chmod(launcher.path, 0o755)
+        try "[D-BUS Service]\nName=\(Notifications.bannersName.rawValue)\nExec=\(launcher.path)\n".write(
+            to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        func notify(_ arguments: [String]) async throws -> String {
+            let sent = try await NotificationCommandTests.todayctl(address, ["notify"] + arguments + ["--timeout", "0"])
+            #expect(sent.status == 0, "\(sent)")
+            return sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        func shows(_ state: String) async throws -> Bool {
+            try await eventually(20) { Self.lines(out).contains(state) }
+        }
+        let invoked = Locked<[String]>([])
+        try await client.subscribe(MatchRule(interface: Notifications.freedesktop.name, member: Notifications.Freedesktop.actionInvoked.name)) {
+            message in
+            if let (id, key) = try? message.values(UInt32.self, String.self) { invoked.withLock { $0.append("\(id) \(key)") } }
+        }
+
+        // The first banner starts the program; it shows the notification.
+        let first = try await notify(["First", "the bus started the banners", "--app", "Mail"])
+        #expect(try await shows("banners: \(first) queued: "), "\(Self.lines(out))")
+
+        // Do Not Disturb holds a banner back; a critical one still shows,
+        // and its button, pressed, reaches the sender and takes the banner away.
+        _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dnd", "on"])
+        let quiet = try await notify(["Quiet", "--app", "Chat"])
+        let fire = try await notify(["Fire", "--urgency", "critical", "--action", "yes=Evacuate", "--app", "Alarm"])
+        #expect(try await shows("pressed yes on \(fire)"), "\(Self.lines(out))")
+        #expect(try await eventually(10) { invoked.value.contains("\(fire) yes") }, "\(invoked.value)")
+        #expect(try await shows("banners: \(first) queued: "))
+        #expect(!Self.lines(out).contains { $0.hasPrefix("banners: \(quiet)") || $0.contains(" \(quiet) ") }, "\(Self.lines(out))")
+        _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dnd", "off"])
+
+        // Three at once, newest on top; the fourth waits its turn.
+        let second = try await notify(["Second", "--app", "Files", "--progress", "40", "--action", "cancel=Cancel"])
+        let third = try await notify(["Third", "--app", "Messages", "--action", "inline-reply=Reply"])
+        let fourth = try await notify(["Fourth", "--app", "Mail"])
+        #expect(try await shows("banners: \(third) \(second) \(first) queued: \(fourth)"), "\(Self.lines(out))")
+        #expect(try await shows("picture: 3 banners"))
+        // Dismissed from the list: its banner goes, and the waiting one shows.
+        _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dismiss", first])
+        #expect(try await shows("banners: \(fourth) \(third) \(second) queued: "), "\(Self.lines(out))")
+        let png = try Data(contentsOf: picture)
+        #expect(png.count > 1000 && png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+    }
+}
