@@ -28,7 +28,10 @@ func notificationID(of row: Widget) -> UInt32 {
 /// button; the summary, the body (its markup), the picture, the progress,
 /// a button for each action and a reply field where it takes one.
 @MainActor
-func notificationRow(_ entry: NotificationEntry, now: Date, controls: NotificationControls) -> Widget {
+///
+/// `showApp`: the app's icon and name in the header (a banner); in the
+/// list, the group's header says them.
+func notificationRow(_ entry: NotificationEntry, now: Date, controls: NotificationControls, showApp: Bool = true) -> Widget {
     let row = shown(gtk_list_box_row_new()!)
     gtk_list_box_row_set_activatable(cast(row), 1)
     g_object_set_data(object(row), notificationKey, UnsafeMutableRawPointer(bitPattern: Int(entry.id)))
@@ -41,11 +44,14 @@ func notificationRow(_ entry: NotificationEntry, now: Date, controls: Notificati
     if !entry.isOpen { addClass(content, "closed") }
 
     let header = box(vertical: false, spacing: 6)
-    append(header, appIcon(entry.appIcon))
-    let app = label(entry.appTitle, classes: ["dim", "app-name"], wrap: false)
-    gtk_widget_set_hexpand(app, 1)
-    append(header, app)
-    append(header, label(entry.age(at: now), classes: ["dim", "time"], wrap: false))
+    if showApp {
+        append(header, appIcon(entry.appIcon))
+        append(header, label(entry.appTitle, classes: ["dim", "app-name"], wrap: false))
+    }
+    let time = label(entry.age(at: now) + (entry.isOpen ? "" : " · closed"), classes: ["dim", "time"], wrap: false)
+    gtk_widget_set_hexpand(time, 1)
+    gtk_label_set_xalign(cast(time), showApp ? 1 : 0)
+    append(header, time)
     let dismiss = button(nil, icon: "window-close-symbolic") { controls.dismiss(id) }
     addClass(dismiss, "flat")
     gtk_widget_set_tooltip_text(dismiss, "Dismiss")

@@ -22,11 +22,25 @@ final class TodayView {
     /// Actions to press, by id, as a click would, once a card offers them
     /// (for scripts and tests).
     let presses: [String]
+    /// A window even where the compositor could show a panel.
+    let windowed: Bool
     var finished = false
     var status: Int32 = 0
 
     private var window: Widget?
     private var list: Widget?
+    /// What the scroller holds: the notifications, then the cards.
+    private var content: Widget?
+    private var scroller: Widget?
+    private var notifications: NotificationList?
+    /// Whether the list was seen since it last changed.
+    private var markedSeen = false
+    /// Whether the first list shown was marked seen: opening the view does that.
+    private var markedSeenOnce = false
+    /// Whether the view is a panel along the screen's edge (layer-shell).
+    private var isPanel = false
+    /// Whether the next list shown follows a `present`.
+    private var presenting = false
     private var banner: Widget?
     private var cards: [TodayCard] = []
     /// The "updated … ago" label of each card, kept current.
@@ -48,8 +62,9 @@ final class TodayView {
 
     init(
         connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0, style: Style = .system,
-        presses: [String] = []
+        presses: [String] = [], windowed: Bool = false
     ) {
+        self.windowed = windowed
         self.presses = presses
         self.delay = delay
         self.style = style
@@ -71,7 +86,7 @@ final class TodayView {
         """
 
     func start() {
-        loadCSS(Self.css)
+        loadCSS(Self.css + notificationCSS + NotificationList.css)
         switch style {
         case .light: preferDarkStyle(false)
         case .dark: preferDarkStyle(true)
@@ -97,6 +112,19 @@ final class TodayView {
         gtk_window_set_title(cast(window), "Today")
         gtk_window_set_default_size(cast(window), pane ? 360 : 520, pane ? 900 : 640)
         connect(window, "destroy") { [self] in finished = true }
+        if screenshot == nil, !windowed, gtk_layer_is_supported() != 0 {
+            // A notification center's panel: along the right edge, over
+            // other windows, the keyboard when clicked into.
+            isPanel = true
+            gtk_layer_init_for_window(cast(window))
+            gtk_layer_set_namespace(cast(window), "today-view")
+            gtk_layer_set_layer(cast(window), GTK_LAYER_SHELL_LAYER_TOP)
+            for edge in [GTK_LAYER_SHELL_EDGE_TOP, GTK_LAYER_SHELL_EDGE_BOTTOM, GTK_LAYER_SHELL_EDGE_RIGHT] {
+                gtk_layer_set_anchor(cast(window), edge, 1)
+            }
+            gtk_layer_set_keyboard_mode(cast(window), GTK_LAYER_SHELL_KEYBOARD_MODE_ON_DEMAND)
+            gtk_widget_set_size_request(window, 400, -1)
+        }
 
         let column = box(vertical: true, spacing: 0)
         let banner = label("todayd is not running: the cards show what they last showed, and come back to life when it does", classes: ["banner"])
@@ -104,6 +132,7 @@ final class TodayView {
         self.banner = banner
         append(column, banner)
         let scroller = shown(gtk_scrolled_window_new(nil, nil)!)
+        self.scroller = scroller
         gtk_scrolled_window_set_policy(cast(scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC)
         gtk_widget_set_vexpand(scroller, 1)
         let list = shown(gtk_list_box_new()!)
@@ -115,12 +144,23 @@ final class TodayView {
             guard cards.indices.contains(index) else { return }
             call(Today.widgetPath(cards[index].id), Today.widget.name, Today.Widget.activate, VariantDictionary([]))
         })
-        append(scroller, list)
+        let content = box(vertical: true, spacing: 0)
+        self.content = content
+        let notifications = NotificationList(connection: connection)
+        self.notifications = notifications
+        append(content, notifications.widget)
+        append(content, list)
+        append(scroller, content)
         append(column, scroller)
         append(window, column)
 
         // Ctrl+R updates every widget.
         onKeyPress(window) { [self] key, state in
+            // Escape puts the panel away.
+            if key == UInt32(GDK_KEY_Escape), isPanel {
+                hide()
+                return true
+            }
             guard (key == UInt32(GDK_KEY_r) || key == UInt32(GDK_KEY_R)), state & GDK_CONTROL_MASK.rawValue != 0 else { return false }
             call(Today.managerPath, Today.center.name, Today.Center.updateAll)
             return true
@@ -143,6 +183,31 @@ final class TodayView {
         }
     }
 
+    // MARK: Shown and hidden
+
+    /// Shows the view, or hides it where it is shown (`--toggle`).
+    func toggle() {
+        guard let window else { return }
+        if gtk_widget_get_visible(window) != 0 { hide() } else { present() }
+    }
+
+    /// Shows the view and brings it forward; what it lists is seen.
+    func present() {
+        guard let window else { return }
+        gtk_widget_show(window)
+        gtk_window_present(cast(window))
+        if describe { FileSystem.writeAll(1, "window: shown\n") }
+        markedSeen = false
+        presenting = true
+        refresh()
+    }
+
+    func hide() {
+        guard let window else { return }
+        gtk_widget_hide(window)
+        if describe { FileSystem.writeAll(1, "window: hidden\n") }
+    }
+
     // MARK: todayd
 
     private func subscribe() {
@@ -152,6 +217,7 @@ final class TodayView {
             for rule in [
                 MatchRule(interface: .properties, member: .propertiesChanged),
                 MatchRule(interface: .objectManager),
+                MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name),
             ] {
                 var bus = rule
                 bus.sender = Today.busName.rawValue
@@ -185,12 +251,38 @@ final class TodayView {
         onMainLoop { [self] in MainActor.assumeIsolated { self.refresh() } }
     }
 
-    /// Reads every widget again; shows them, or the banner when todayd is away.
+    /// Reads every widget and the notifications again; shows them, or the
+    /// banner when todayd is away.
     func refresh() {
         let connection = connection
         Task.detached { [self] in
-            let cards = await Self.fetch(connection)
-            onMainLoop { [self] in MainActor.assumeIsolated { self.show(cards) } }
+            async let cards = Self.fetch(connection)
+            async let notified = NotificationList.fetch(connection)
+            let (fetchedCards, fetchedNotifications) = await (cards, notified)
+            onMainLoop { [self] in
+                MainActor.assumeIsolated {
+                    if let fetchedNotifications { self.show(fetchedNotifications) }
+                    self.show(fetchedCards)
+                }
+            }
+        }
+    }
+
+    /// Shows the notifications; opening the view marks them seen, and so
+    /// does a change while it is shown (as a panel, or as the active window).
+    private func show(_ fetched: (entries: [NotificationEntry], doNotDisturb: Bool)) {
+        guard let notifications, let window else { return }
+        let changed = fetched.entries != notifications.entries
+        notifications.show(fetched)
+        if changed { markedSeen = false }
+        // Shown as a panel, or as the window the user works in; and the
+        // moment the view opens (or is presented), whatever it is.
+        let looking = gtk_widget_get_visible(window) != 0 && (isPanel || gtk_window_is_active(cast(window)) != 0 || !markedSeenOnce || presenting)
+        presenting = false
+        if looking, !markedSeen, !fetched.entries.isEmpty {
+            markedSeen = true
+            markedSeenOnce = true
+            notifications.markSeen()
         }
     }
 
@@ -294,10 +386,10 @@ final class TodayView {
             shotFitted = true
             let width = gtk_widget_get_allocated_width(window)
             let bannerHeight = banner.map { gtk_widget_get_visible($0) != 0 ? naturalHeight($0, width: width) : 0 } ?? 0
-            let wanted = naturalHeight(list, width: width) + bannerHeight
-            // The list is laid out whole inside its scroller's viewport,
+            let wanted = naturalHeight(content ?? list, width: width) + bannerHeight
+            // The content is laid out whole inside its scroller's viewport,
             // which shows what fits.
-            let visible = gtk_widget_get_parent(list).map { gtk_widget_get_allocated_height($0) } ?? 0
+            let visible = scroller.map { gtk_widget_get_allocated_height($0) } ?? 0
             if wanted > visible + bannerHeight {
                 gtk_window_resize(cast(window), width, min(wanted, 16_000))
                 every(seconds: 1) { [self] in
@@ -310,7 +402,8 @@ final class TodayView {
         shotTaken = true
         if describe {
             let placement = list.map { rowsInside($0, window: window) } ?? []
-            FileSystem.writeAll(1, (visibleTexts(window) + cardIcons(window) + placement).map { $0 + "\n" }.joined())
+            let switches = notifications.map { ["do not disturb: \($0.doNotDisturb ? "on" : "off")"] } ?? []
+            FileSystem.writeAll(1, (visibleTexts(window) + cardIcons(window) + placement + switches).map { $0 + "\n" }.joined())
         }
         if !savePNG(of: window, to: screenshot) {
             FileSystem.writeAll(2, "today-view: cannot render the window to \(screenshot)\n")

@@ -2,10 +2,15 @@
 // section 13) and the notification center's list (section 15), following
 // todayd live over D-Bus; with --banners, the banners.
 //
-//   today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]]
+//   today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
+//   today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe]
 //              [--press ACTION]... [--address ADDR]
 //   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--address ADDR]
 //
+// One view runs per session: a second one brings the first forward, and
+// --toggle shows or hides it. Where the compositor has layer-shell (sway,
+// Plasma) the view is a panel along the right edge over other windows
+// (--window: a window all the same); elsewhere a window.
 // Without --style the window follows the desktop's light or dark
 // preference (the settings portal), live.
 // --screenshot renders the window once through GTK's snapshot into a PNG
@@ -21,6 +26,8 @@ import TodayCore
 var pane = false
 var banners = false
 var stay = false
+var toggle = false
+var windowed = false
 var screenshot: String?
 var describe = false
 var delay: UInt32 = 0
@@ -32,6 +39,8 @@ while let argument = arguments.next() {
     switch argument {
     case "--pane": pane = true
     case "--banners": banners = true
+    case "--toggle": toggle = true
+    case "--window": windowed = true
     case "--stay": stay = true
     case "--screenshot": screenshot = arguments.next()
     case "--describe": describe = true
@@ -53,7 +62,8 @@ while let argument = arguments.next() {
         FileSystem.writeAll(
             1,
             """
-            usage: today-view [--pane] [--style light|dark] [--screenshot FILE.png [--delay SECONDS] [--describe]] [--press ACTION]... [--address ADDR]
+            usage: today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
+                   today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe] [--press ACTION]... [--address ADDR]
                    today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--address ADDR]
 
             """)
@@ -74,6 +84,23 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
     exit(1)
 }
 
+let view = TodayView(
+    connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses,
+    windowed: windowed)
+if screenshot == nil, !banners {
+    let claim = ViewInstance.claim(
+        connection, toggling: toggle,
+        toggled: { onMainLoop { MainActor.assumeIsolated { view.toggle() } } },
+        presented: { onMainLoop { MainActor.assumeIsolated { view.present() } } })
+    switch claim {
+    case .ours: break
+    case .handedOver: exit(0)
+    case .failed(let problem):
+        FileSystem.writeAll(2, "today-view: cannot reach the running view: \(problem)\n")
+        exit(1)
+    }
+}
+
 gtk_init(nil, nil)
 if banners {
     let shown = Banners(connection: connection, describe: describe, screenshot: screenshot, presses: presses, stay: stay)
@@ -81,7 +108,6 @@ if banners {
     while !shown.finished { g_main_context_iteration(nil, 1) }
     exit(shown.status)
 }
-let view = TodayView(connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses)
 view.start()
 while !view.finished {
     g_main_context_iteration(nil, 1)

@@ -184,11 +184,13 @@ import TodayProtocol
         #expect(!shown.texts.contains("must not show"), "a widget without content is hidden")
         #expect(!shown.texts.contains { $0.hasPrefix("todayd is not running") })
         // The keyboard reaches every card and every button, in order: Tab
-        // as GTK moves the focus (a card's refresh button shows an icon only).
+        // as GTK moves the focus (a card's refresh button shows an icon
+        // only), after the notification center's Do Not Disturb switch
+        // (Clear All is off with no notifications).
         let focus = shown.texts.filter { $0.hasPrefix("focus ") }
         #expect(
             focus == [
-                "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
+                "focus GtkSwitch: ", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
                 "focus GtkToggleButton: Pin",
             ], "\(focus)")
         // The narrow pane.
@@ -423,5 +425,83 @@ import TodayProtocol
         #expect(!shot.texts.contains("Mark as read"), "the read post offers no button: \(shot.texts)")
         let opened = try await run(env + [Paths.examples + "/AgostiniTech.app/agostini-tech", "agostiniTech://openPost?postID=42"])
         #expect(opened.output.contains("showing post 42: Creating Today Widgets (read)"), "\(opened.output)")
+    }
+
+    /// The notification center in the view (SPEC section 15): grouped by
+    /// app, newest first, three per app until opened, each with its
+    /// actions; Do Not Disturb as todayd has it; opening the view marks the
+    /// list seen.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func theNotificationsGroupedByApp() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        for n in 1...5 {
+            _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "Message \(n)", "from the list", "--app", "Mail", "--timeout", "0"])
+        }
+        _ = try await NotificationCommandTests.todayctl(
+            daemon.address, ["notify", "Lunch?", "Noon at <b>Luigi's</b>", "--app", "Chat", "--action", "yes=Sure", "--action", "inline-reply=Answer"])
+        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "dnd", "on"])
+        #expect(try await NotificationCommandTests.property(client, "Unseen") == .uint32(6))
+
+        let shown = try await Self.render(daemon.address)
+        #expect(shown.status == 0, "\(shown.errors)")
+        let texts = shown.texts
+        // Chat, the newest, first; its body's markup as text; its action and reply field.
+        let chat = try #require(texts.firstIndex(of: "Chat"), "\(texts)")
+        let mail = try #require(texts.firstIndex(of: "Mail"), "\(texts)")
+        #expect(chat < mail)
+        #expect(texts.contains("Noon at Luigi's") && texts.contains("Sure") && texts.contains("Send"), "\(texts)")
+        #expect(!texts.contains("inline-reply") && !texts.contains("Answer"), "the reply is a field, not a button: \(texts)")
+        // Mail: the three newest, then the rest behind a button.
+        let messages = texts.filter { $0.hasPrefix("Message ") }
+        #expect(messages == ["Message 5", "Message 4", "Message 3"], "\(texts)")
+        #expect(texts.contains("Show 2 more") && texts.contains("5"), "\(texts)")
+        #expect(texts.contains("do not disturb: on"), "\(texts)")
+        // Opening the view: seen.
+        #expect(try await eventually(5) { try await NotificationCommandTests.property(client, "Unseen") == .uint32(0) })
+        // The keyboard reaches the switch, Clear All, and each notification's controls.
+        let focus = texts.filter { $0.hasPrefix("focus ") }
+        #expect(focus.prefix(3) == ["focus GtkSwitch: ", "focus GtkButton: Clear All", "focus GtkButton: Clear"], "\(focus)")
+        #expect(focus.contains("focus GtkButton: Sure") && focus.contains("focus GtkEntry: ") && focus.contains("focus GtkButton: Show 2 more"), "\(focus)")
+    }
+
+    /// One view per session: `today-view --toggle` hides the running view
+    /// and shows it again; it needs no display of its own.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func toggleShowsAndHidesTheRunningView() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--describe"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        var text = try await read(output, until: { $0.contains("state: ") }, within: 30)
+        for expected in ["window: hidden", "window: shown"] {
+            let toggled = try await run(["env", "-u", "DISPLAY", Self.view, "--address", daemon.address, "--toggle"])
+            #expect(toggled.status == 0, "\(toggled)")
+            let seen = text
+            text += try await read(output, until: { (seen + $0).contains(expected) }, within: 10)
+            #expect(text.contains(expected), "\(text)")
+        }
+        // A second view brings the first forward and ends.
+        let second = try await run(["env", "-u", "DISPLAY", Self.view, "--address", daemon.address])
+        #expect(second.status == 0, "\(second)")
+        #expect(process.isRunning)
+        // The view ends with SIGTERM, as a session's end sends it; xvfb-run follows.
+        let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
+        kill(pid_t(pid), SIGTERM)
+        #expect(try await eventually(10) { !process.isRunning })
     }
 }

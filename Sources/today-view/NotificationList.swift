@@ -1,0 +1,170 @@
+import CGtk
+import DBus
+import FoundationEssentials
+import TodayCore
+import TodayProtocol
+
+/// The notification center in the Today view (SPEC section 15): a header
+/// with the Do Not Disturb switch and Clear All, then the notifications
+/// grouped by app (the app with the newest first), newest first in each,
+/// three shown per app until the group is opened; each with its actions,
+/// its time and a dismiss button; each group with its own Clear. Lives on
+/// GTK's main thread.
+@MainActor
+final class NotificationList {
+    static let collapsedCount = 3
+
+    let connection: Connection
+    /// The section: header and groups, above the widgets' cards.
+    let widget: Widget
+    private let groupsBox: Widget
+    private let dndSwitch: Widget
+    private let clearAll: Widget
+    private(set) var entries: [NotificationEntry] = []
+    private(set) var doNotDisturb = false
+    /// Apps whose every notification is shown.
+    private var expanded: Set<String> = []
+    /// While the switch is set from todayd's value, its change is not sent back.
+    private var settingSwitch = false
+
+    static let css = """
+        .section-title { font-weight: bold; font-size: 1.1em; }
+        .group-title { font-weight: bold; }
+        .notifications { padding: 6px 12px 12px 12px; }
+        .notification-group list row { padding: 3px 0; }
+        """
+
+    init(connection: Connection) {
+        self.connection = connection
+        widget = box(vertical: true, spacing: 8)
+        addClass(widget, "notifications")
+        let header = box(vertical: false, spacing: 8)
+        let title = label("Notifications", classes: ["section-title"], wrap: false)
+        gtk_widget_set_hexpand(title, 1)
+        append(header, title)
+        append(header, label("Do Not Disturb", classes: ["dim"], wrap: false))
+        dndSwitch = shown(gtk_switch_new()!)
+        gtk_widget_set_valign(dndSwitch, GTK_ALIGN_CENTER)
+        setAccessibleLabel(dndSwitch, "Do Not Disturb")
+        append(header, dndSwitch)
+        clearAll = button("Clear All") {}
+        append(header, clearAll)
+        append(widget, header)
+        groupsBox = box(vertical: true, spacing: 10)
+        append(widget, groupsBox)
+        connect(clearAll, "clicked") { [self] in call(Notifications.Center.dismissAll, "") }
+        connect(dndSwitch, "notify::active", withArgument: { [self] _ in
+            guard !settingSwitch else { return }
+            let on = gtk_switch_get_active(cast(dndSwitch)) != 0
+            connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Set"),
+                [.string(Notifications.today.name.rawValue), .string(Notifications.Center.doNotDisturb.name), .variant(.boolean(on))]
+            ) { _ in }
+        })
+    }
+
+    /// The list and Do Not Disturb as todayd has them, or nil when it does
+    /// not answer (or serves no notifications).
+    nonisolated static func fetch(_ connection: Connection) async -> (entries: [NotificationEntry], doNotDisturb: Bool)? {
+        do {
+            let reply = try await connection.call(
+                Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.listNotifications)
+            let properties = try await connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: .getAll, [.string(Notifications.today.name.rawValue)])
+            let values = properties.body.first?.stringDictionary ?? [:]
+            return (NotificationEntry.list(reply.body.first ?? .array(.variant, [])), values[Notifications.Center.doNotDisturb.name]?.bool ?? false)
+        } catch {
+            return nil
+        }
+    }
+
+    func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) {
+        connection.call(
+            Today.busName, path: Today.managerPath, interface: Notifications.today.name, member: method.method.name,
+            method.values(repeat each inputs)
+        ) { result in
+            if case .failure(let error) = result { FileSystem.writeAll(2, "today-view: \(method.method.name.rawValue): \(error)\n") }
+        }
+    }
+
+    /// The user has seen the list.
+    func markSeen() { call(Notifications.Center.markSeen) }
+
+    private var controls: NotificationControls {
+        NotificationControls(
+            invoke: { [self] id, key in
+                var platform: [(String, Value)] = []
+                if let token = activationToken() { platform.append(("activation-token", .string(token))) }
+                call(Notifications.Center.invokeAction, id, key, VariantDictionary(platform))
+            },
+            reply: { [self] id, text in call(Notifications.Center.reply, id, text) },
+            dismiss: { [self] id in call(Notifications.Center.dismiss, id) },
+            openLink: { [self] uri in
+                connection.call(
+                    Today.busName, path: Today.managerPath, interface: Today.center.name, member: Today.Center.openURL.method.name,
+                    Today.Center.openURL.values(uri, VariantDictionary([]))
+                ) { _ in }
+            })
+    }
+
+    /// Shows `fetched`; the groups are made again only when what they
+    /// show changed.
+    func show(_ fetched: (entries: [NotificationEntry], doNotDisturb: Bool), now: Date = Date()) {
+        if fetched.doNotDisturb != doNotDisturb || gtk_switch_get_active(cast(dndSwitch)) != (fetched.doNotDisturb ? 1 : 0) {
+            doNotDisturb = fetched.doNotDisturb
+            settingSwitch = true
+            gtk_switch_set_active(cast(dndSwitch), doNotDisturb ? 1 : 0)
+            settingSwitch = false
+        }
+        guard fetched.entries != entries || children(groupsBox).isEmpty else { return }
+        entries = fetched.entries
+        redraw(now: now)
+    }
+
+    private func redraw(now: Date) {
+        for child in children(groupsBox) { gtk_widget_destroy(child) }
+        gtk_widget_set_sensitive(clearAll, entries.isEmpty ? 0 : 1)
+        if entries.isEmpty {
+            append(groupsBox, label("No notifications", classes: ["dim"]))
+            return
+        }
+        let controls = controls
+        for (appID, group) in NotificationEntry.groups(entries) {
+            let section = box(vertical: true, spacing: 4)
+            addClass(section, "notification-group")
+            let header = box(vertical: false, spacing: 6)
+            append(header, appIcon(group.first?.appIcon ?? ""))
+            let title = label(group.first?.appTitle ?? appID, classes: ["group-title"], wrap: false)
+            gtk_widget_set_hexpand(title, 1)
+            append(header, title)
+            if group.count > 1 { append(header, label("\(group.count)", classes: ["dim"], wrap: false)) }
+            let clear = button("Clear") { [self] in call(Notifications.Center.dismissAll, appID) }
+            addClass(clear, "flat")
+            setAccessibleLabel(clear, "Clear \(group.first?.appTitle ?? appID)")
+            append(header, clear)
+            append(section, header)
+
+            let list = shown(gtk_list_box_new()!)
+            gtk_list_box_set_selection_mode(cast(list), GTK_SELECTION_NONE)
+            connect(list, "row-activated", withArgument: { row in
+                guard let row else { return }
+                let id = notificationID(of: row.assumingMemoryBound(to: GtkWidget.self))
+                if id != 0 { controls.invoke(id, "default") }
+            })
+            let open = expanded.contains(appID)
+            for entry in open ? group : Array(group.prefix(Self.collapsedCount)) {
+                gtk_list_box_insert(cast(list), notificationRow(entry, now: now, controls: controls, showApp: false), -1)
+            }
+            append(section, list)
+            if group.count > Self.collapsedCount {
+                let more = button(open ? "Show less" : "Show \(group.count - Self.collapsedCount) more") { [self] in
+                    if expanded.contains(appID) { expanded.remove(appID) } else { expanded.insert(appID) }
+                    redraw(now: Date())
+                }
+                addClass(more, "flat")
+                append(section, more)
+            }
+            append(groupsBox, section)
+        }
+    }
+}
