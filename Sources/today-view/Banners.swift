@@ -53,6 +53,8 @@ final class Banners {
 
     func start() {
         loadCSS(notificationCSS + Self.css)
+        // Light or dark, as the desktop prefers, followed live.
+        Style.follow(on: connection, { dark in onMainLoop { preferDarkStyle(dark) } }, known: {})
         let window = gtk_window_new(GTK_WINDOW_TOPLEVEL)!
         self.window = window
         gtk_window_set_title(cast(window), "Notifications")

@@ -115,6 +115,14 @@ final class NotificationService: Sendable {
         }
     }
 
+    /// A banners program took its name: banners are asked for again at
+    /// once, though the last try failed less than a minute ago.
+    func bannersAppeared() {
+        bannersHeldUntil.withLock { until in
+            if until != nil { until = .distantPast }
+        }
+    }
+
     /// A connection left the bus: its inhibitions end.
     func left(_ uniqueName: String) {
         let effects = book.withLock { $0.left(uniqueName) }

@@ -64,6 +64,9 @@ public final class TodayService: Sendable {
                 identities.forget(args[0])
                 notifications?.left(args[0])
             }
+            if args.count == 3, args[0] == Notifications.bannersName.rawValue, !args[2].isEmpty {
+                notifications?.bannersAppeared()
+            }
         }
         widgets.start()
         notifications?.start()
