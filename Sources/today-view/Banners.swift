@@ -23,6 +23,8 @@ final class Banners {
     let screenshot: String?
     /// Action keys to press, each once, on the first banner offering it.
     let presses: [String]
+    /// Replies to type, each once, into the first banner that takes one.
+    let replies: [String]
     let stay: Bool
     var finished = false
     var status: Int32 = 0
@@ -35,8 +37,10 @@ final class Banners {
     private var idleSince = Date()
     private var announced: String?
     private var pressed: Set<String> = []
+    private var repliesSent = 0
 
-    init(connection: Connection, describe: Bool, screenshot: String?, presses: [String], stay: Bool) {
+    init(connection: Connection, describe: Bool, screenshot: String?, presses: [String], replies: [String] = [], stay: Bool) {
+        self.replies = replies
         self.connection = connection
         self.describe = describe
         self.screenshot = screenshot
@@ -308,9 +312,21 @@ final class Banners {
     }
 
     /// Presses each action asked for (--press KEY) on the first banner that
-    /// offers it, as a click on its button does.
+    /// offers it, as a click on its button does; types each reply asked for
+    /// (--reply TEXT) into the first reply field and presses Enter there.
     private func pressAsked() {
         guard let list else { return }
+        if repliesSent < replies.count,
+            let row = children(list).first(where: { row in showing.first { $0.id == notificationID(of: row) }?.replyLabel != nil }),
+            let field = findWidget(in: row, type: "GtkEntry")
+        {
+            let text = replies[repliesSent]
+            repliesSent += 1
+            if describe { FileSystem.writeAll(1, "replied on \(notificationID(of: row))\n") }
+            gtk_entry_set_text(cast(field), text)
+            gtk_widget_activate(field)
+            return
+        }
         for key in presses where !pressed.contains(key) {
             for row in children(list) {
                 guard let entry = showing.first(where: { $0.id == notificationID(of: row) }),
@@ -333,6 +349,15 @@ final class Banners {
             FileSystem.writeAll(2, "today-view: cannot render the banners to \(screenshot)\n")
         }
     }
+}
+
+/// The first widget of GTK type `type` under `widget`.
+func findWidget(in widget: Widget, type: String) -> Widget? {
+    if typeName(widget) == type { return widget }
+    for child in children(widget) {
+        if let found = findWidget(in: child, type: type) { return found }
+    }
+    return nil
 }
 
 /// The first button under `widget` whose text is `text`.

@@ -157,7 +157,11 @@ func activationToken() -> String? {
     guard let display = gdk_display_get_default(), let context = gdk_display_get_app_launch_context(display) else { return nil }
     defer { g_object_unref(UnsafeMutableRawPointer(context)) }
     let launch = UnsafeMutableRawPointer(context).assumingMemoryBound(to: GAppLaunchContext.self)
-    guard let id = g_app_launch_context_get_startup_notify_id(launch, nil, nil) else { return nil }
+    // GLib before 2.82 wants the app being launched; which app answers is
+    // todayd's to find, so a stand-in names the request.
+    guard let standIn = g_app_info_create_from_commandline("true", "Today", G_APP_INFO_CREATE_NONE, nil) else { return nil }
+    defer { g_object_unref(UnsafeMutableRawPointer(standIn)) }
+    guard let id = g_app_launch_context_get_startup_notify_id(launch, standIn, nil) else { return nil }
     defer { g_free(id) }
     let token = String(cString: id)
     return token.isEmpty ? nil : token

@@ -5,7 +5,7 @@
 //   today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
 //   today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe]
 //              [--press ACTION]... [--address ADDR]
-//   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--address ADDR]
+//   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
 //
 // One view runs per session: a second one brings the first forward, and
 // --toggle shows or hides it. Where the compositor has layer-shell (sway,
@@ -27,6 +27,7 @@ var pane = false
 var banners = false
 var stay = false
 var toggle = false
+var replies: [String] = []
 var windowed = false
 var screenshot: String?
 var describe = false
@@ -40,6 +41,12 @@ while let argument = arguments.next() {
     case "--pane": pane = true
     case "--banners": banners = true
     case "--toggle": toggle = true
+    case "--reply":
+        guard let text = arguments.next() else {
+            FileSystem.writeAll(2, "today-view: --reply takes a text\n")
+            exit(2)
+        }
+        replies.append(text)
     case "--window": windowed = true
     case "--stay": stay = true
     case "--screenshot": screenshot = arguments.next()
@@ -64,7 +71,7 @@ while let argument = arguments.next() {
             """
             usage: today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
                    today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe] [--press ACTION]... [--address ADDR]
-                   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--address ADDR]
+                   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
 
             """)
         exit(0)
@@ -103,7 +110,7 @@ if screenshot == nil, !banners {
 
 gtk_init(nil, nil)
 if banners {
-    let shown = Banners(connection: connection, describe: describe, screenshot: screenshot, presses: presses, stay: stay)
+    let shown = Banners(connection: connection, describe: describe, screenshot: screenshot, presses: presses, replies: replies, stay: stay)
     shown.start()
     while !shown.finished { g_main_context_iteration(nil, 1) }
     exit(shown.status)

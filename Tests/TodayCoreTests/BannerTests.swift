@@ -31,14 +31,12 @@ import TodayProtocol
         let launcher = todayd.home.appendingPathComponent("banners")
         try """
             #!/bin/sh
-            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.view) --banners --describe --screenshot \(picture.path) --press yes > \(out.path) 2>&1
+            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.view) --banners --describe --screenshot \(picture.path) --press yes --reply 'on my way' > \(out.path) 2>&1
             """.write(to: launcher, atomically: true, encoding: .utf8)
         chmod(launcher.path, 0o755)
         try "[D-BUS Service]\nName=\(Notifications.bannersName.rawValue)\nExec=\(launcher.path)\n".write(
             to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
         let (daemon, client) = try await todayd.start()
-        defer { daemon.stop() }
-        defer { client.close() }
         let address = todayd.bus.address
         func notify(_ arguments: [String]) async throws -> String {
             let sent = try await NotificationCommandTests.todayctl(address, ["notify"] + arguments + ["--timeout", "0"])
@@ -48,36 +46,61 @@ import TodayProtocol
         func shows(_ state: String) async throws -> Bool {
             try await eventually(20) { Self.lines(out).contains(state) }
         }
-        let invoked = Locked<[String]>([])
-        try await client.subscribe(MatchRule(interface: Notifications.freedesktop.name, member: Notifications.Freedesktop.actionInvoked.name)) {
-            message in
-            if let (id, key) = try? message.values(UInt32.self, String.self) { invoked.withLock { $0.append("\(id) \(key)") } }
+        let heard = Locked<[String]>([])
+        for signal in [Notifications.Freedesktop.actionInvoked.name, Notifications.Freedesktop.notificationReplied.name] {
+            try await client.subscribe(MatchRule(interface: Notifications.freedesktop.name, member: signal)) { message in
+                if let (id, text) = try? message.values(UInt32.self, String.self) { heard.withLock { $0.append("\(id) \(text)") } }
+            }
         }
 
-        // The first banner starts the program; it shows the notification.
-        let first = try await notify(["First", "the bus started the banners", "--app", "Mail"])
+        // The first banner starts the program; notify-send's notification shows.
+        let sent = try await run(["env", "DBUS_SESSION_BUS_ADDRESS=\(address)", "notify-send", "--print-id", "--expire-time=0", "--app-name=Mail", "First", "notify-send sent it"])
+        let first = sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(sent.status == 0 && UInt32(first) != nil, "\(sent)")
         #expect(try await shows("banners: \(first) queued: "), "\(Self.lines(out))")
 
-        // Do Not Disturb holds a banner back; a critical one still shows,
-        // and its button, pressed, reaches the sender and takes the banner away.
+        // Do Not Disturb holds a banner back (the list has it); a critical
+        // one still shows, and its button, pressed, reaches the sender and
+        // takes the banner away.
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dnd", "on"])
         let quiet = try await notify(["Quiet", "--app", "Chat"])
         let fire = try await notify(["Fire", "--urgency", "critical", "--action", "yes=Evacuate", "--app", "Alarm"])
         #expect(try await shows("pressed yes on \(fire)"), "\(Self.lines(out))")
-        #expect(try await eventually(10) { invoked.value.contains("\(fire) yes") }, "\(invoked.value)")
+        #expect(try await eventually(10) { heard.value.contains("\(fire) yes") }, "\(heard.value)")
         #expect(try await shows("banners: \(first) queued: "))
         #expect(!Self.lines(out).contains { $0.hasPrefix("banners: \(quiet)") || $0.contains(" \(quiet) ") }, "\(Self.lines(out))")
+        let listed = try await NotificationServerTests.list(client).compactMap { $0["id"]?.uint64 }
+        #expect(listed.contains(UInt64(quiet) ?? 0), "the list has what the banners held back: \(listed)")
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dnd", "off"])
 
         // Three at once, newest on top; the fourth waits its turn.
         let second = try await notify(["Second", "--app", "Files", "--progress", "40", "--action", "cancel=Cancel"])
-        let third = try await notify(["Third", "--app", "Messages", "--action", "inline-reply=Reply"])
+        let third = try await notify(["Third", "--app", "Messages"])
         let fourth = try await notify(["Fourth", "--app", "Mail"])
         #expect(try await shows("banners: \(third) \(second) \(first) queued: \(fourth)"), "\(Self.lines(out))")
         #expect(try await shows("picture: 3 banners"))
         // Dismissed from the list: its banner goes, and the waiting one shows.
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dismiss", first])
         #expect(try await shows("banners: \(fourth) \(third) \(second) queued: "), "\(Self.lines(out))")
+        // The reply field: typed into and sent, it reaches the sender.
+        _ = try await NotificationCommandTests.todayctl(address, ["notifications", "clear"])
+        #expect(try await shows("banners:  queued: "), "\(Self.lines(out))")
+        let question = try await notify(["Coming?", "--app", "Chat", "--action", "inline-reply=Reply"])
+        #expect(try await shows("replied on \(question)"), "\(Self.lines(out))")
+        #expect(try await eventually(10) { heard.value.contains("\(question) on my way") }, "\(heard.value)")
+
+        // todayd restarts: the banners go with it, and show again after.
+        let kept = try await notify(["Before the restart", "--app", "Mail"])
+        #expect(try await shows("banners: \(kept) queued: "), "\(Self.lines(out))")
+        daemon.stop(keepHome: true)
+        client.close()
+        let cleared = Self.lines(out).count
+        #expect(try await eventually(10) { Self.lines(out).dropFirst(cleared - 1).contains("banners:  queued: ") }, "\(Self.lines(out))")
+        let (again, againClient) = try await todayd.start()
+        defer { again.stop() }
+        defer { againClient.close() }
+        let after = try await notify(["After the restart", "--app", "Mail"])
+        #expect(try await shows("banners: \(after) queued: "), "\(Self.lines(out))")
         let png = try Data(contentsOf: picture)
         #expect(png.count > 1000 && png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
     }
