@@ -358,6 +358,20 @@ final class NotificationService: Sendable {
     /// `app.NAME` action, or Activate; the bus starts the app where it is
     /// D-Bus activatable and not running. In the background: nobody waits.
     private func activate(_ appID: String, action: String?, target: Value?) {
+        // An app bundle (section 7) comes forward as a tap on its widget
+        // brings it: Activate on the running app, else its executable started.
+        if action == nil, let bundle = BundleID(rawValue: appID), urls.knowsApp(bundle) {
+            let urls = urls
+            let log = log
+            Task {
+                do {
+                    _ = try await urls.activateApp(bundle, for: nil, platformData: VariantDictionary([]))
+                } catch {
+                    log.warning("notification of '\(appID)': \(error)")
+                }
+            }
+            return
+        }
         guard let name = BusName(rawValue: appID), let path = Today.applicationPath(appID) else {
             log.warning("notification of '\(appID)': not a D-Bus name; its action reaches no app")
             return

@@ -104,7 +104,7 @@ final class URLService: Sendable {
     /// without a URL does: Activate on the running app where it exports
     /// org.freedesktop.Application, else its executable, started. Returns
     /// the app's id; `widget` names the widget in the error.
-    func activateApp(_ containerID: BundleID, for widget: BundleID, platformData: VariantDictionary) async throws -> String {
+    func activateApp(_ containerID: BundleID, for widget: BundleID?, platformData: VariantDictionary) async throws -> String {
         for (connection, bundle) in identities.registrations where bundle == containerID.rawValue {
             if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),
                 let path = URLDispatch.applicationPath(bundle)
@@ -114,10 +114,16 @@ final class URLService: Sendable {
             }
         }
         guard let app = apps.withLock({ $0 }).first(where: { $0.bundleIdentifier == containerID }), let executable = app.executable else {
+            guard let widget else { throw TodayError.noHandler("the app '\(containerID)' is not running and has no executable to start") }
             throw TodayError.noHandler("'\(widget)' has no URL in its snapshot and its app '\(containerID)' has no executable to start")
         }
         try URLDispatch.launch([executable], environment: launchEnvironment, directory: environment["HOME"])
         return containerID.rawValue
+    }
+
+    /// Whether `id` is an installed app bundle, or a running app that registered as one.
+    func knowsApp(_ id: BundleID) -> Bool {
+        apps.withLock { $0.contains { $0.bundleIdentifier == id } } || identities.registrations.contains { $0.1 == id.rawValue }
     }
 
     /// The environment of an app started to open `url`: marked, so that
