@@ -383,6 +383,15 @@ func cardIcons(_ widget: Widget) -> [String] {
     return lines
 }
 
+/// The height of the default screen's first monitor, in pixels (a
+/// window can be no higher).
+func screenHeight() -> Int32 {
+    guard let display = gdk_display_get_default(), let monitor = gdk_display_get_monitor(display, 0) else { return 16_000 }
+    var area = GdkRectangle()
+    gdk_monitor_get_geometry(monitor, &area)
+    return area.height
+}
+
 /// The height `widget` would like at `width`.
 func naturalHeight(_ widget: Widget, width: Int32) -> Int32 {
     var minimum: Int32 = 0

@@ -46,6 +46,8 @@ final class TodayView {
     /// The "updated … ago" label of each card, kept current.
     private var updatedLabels: [(Widget, TodayCard)] = []
     private var shotTaken = false
+    /// Whether the picture is already waiting for the window to be laid out.
+    private var shotScheduled = false
     /// Whether the window was sized to show every card for the picture.
     private var shotFitted = false
     /// Whether every subscription is confirmed: changes from then on show.
@@ -344,12 +346,10 @@ final class TodayView {
             }
         }
         pressAsked()
-        if screenshot != nil, !shotTaken, delay == 0 {
-            // A moment for layout and images, then the picture.
-            every(seconds: 1) { [self] in
-                takeScreenshot()
-                return false
-            }
+        if screenshot != nil, !shotTaken, delay == 0, !shotScheduled {
+            // Once the window is on screen and laid out, the picture.
+            shotScheduled = true
+            whenLaidOut(height: 1) { [self] in takeScreenshot() }
         }
     }
 
@@ -391,11 +391,10 @@ final class TodayView {
             // which shows what fits.
             let visible = scroller.map { gtk_widget_get_allocated_height($0) } ?? 0
             if wanted > visible + bannerHeight {
-                gtk_window_resize(cast(window), width, min(wanted, 16_000))
-                every(seconds: 1) { [self] in
-                    takeScreenshot()
-                    return false
-                }
+                let height = min(wanted, 16_000)
+                gtk_window_resize(cast(window), width, height)
+                // The X server may give less than asked (the screen's height).
+                whenLaidOut(height: min(height, screenHeight())) { [self] in takeScreenshot() }
                 return
             }
         }
@@ -412,6 +411,25 @@ final class TodayView {
         // After the picture: moving the focus changes what it would show.
         if describe { FileSystem.writeAll(1, focusChain(window).map { "focus " + $0 + "\n" }.joined()) }
         finished = true
+    }
+
+    /// Runs `body` once the window is mapped and at least `height` pixels
+    /// high, and a frame later (every 50 ms it looks; after 3 s it runs
+    /// anyway).
+    private func whenLaidOut(height: Int32, _ body: @escaping () -> Void) {
+        guard let window else { return }
+        var waited: UInt32 = 0
+        every(milliseconds: 50) {
+            waited += 50
+            let ready = gtk_widget_get_mapped(window) != 0 && gtk_widget_get_allocated_width(window) > 1
+                && gtk_widget_get_allocated_height(window) >= height
+            guard ready || waited >= 3000 else { return true }
+            every(milliseconds: 50) {
+                body()
+                return false
+            }
+            return false
+        }
     }
 
     private func row(for card: TodayCard, now: Date) -> Widget {
