@@ -91,6 +91,7 @@ bench: deps release
 	scripts/bench-images $(BENCH_OUT) .build/release
 	scripts/bench-bundles $(BENCH_OUT) .build/release
 	scripts/bench-clients $(BENCH_OUT) .build/release
+	scripts/bench-center $(BENCH_OUT) .build/release
 	scripts/bench-notify $(BENCH_OUT) .build/release
 
 # The daemon on a bus of its own, serving the example bundles.

@@ -1,6 +1,7 @@
 import CGtk
 import DBus
 import FoundationEssentials
+import CSystem
 import Glibc
 import TodayCore
 import TodayProtocol
@@ -277,6 +278,9 @@ final class Banners {
         if showing.isEmpty {
             gtk_widget_hide(window)
             idleSince = now
+            // Idle until the next banner: the heap the banners took goes
+            // back to the system (glibc keeps freed memory otherwise).
+            today_malloc_give_back()
         } else {
             if onLayerShell {
                 // The keyboard only for a reply, and only when clicked into.

@@ -108,6 +108,9 @@ if screenshot == nil, !banners {
     }
 }
 
+// Cairo draws everything here: without this, GDK opens OpenGL at start
+// (under Xvfb, Mesa's software renderer: some 45 MiB) that nothing uses.
+setenv("GDK_GL", "disable", 0)
 gtk_init(nil, nil)
 if banners {
     let shown = Banners(connection: connection, describe: describe, screenshot: screenshot, presses: presses, replies: replies, stay: stay)
