@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "TodayKit", dependencies: ["TodayProtocol", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix"]),
-        .executableTarget(name: "today-view", dependencies: ["CGtk", "CSystem", "TodayCore", "TodayProtocol", "DBus"]),
+        .executableTarget(name: "today-view", dependencies: ["CGtk", "CSystem", "Posix", "TodayCore", "TodayProtocol", "DBus"]),
         // The two tutorial apps and their widgets, built with TodayKit.
         .target(name: "AgostiniTechShared", path: "Examples/AgostiniTechShared"),
         .executableTarget(name: "agostini-tech", dependencies: ["TodayKit", "AgostiniTechShared"], path: "Examples/AgostiniTech"),

@@ -1,6 +1,7 @@
 import CGtk
 import FoundationEssentials
 import Glibc
+import Posix
 import TodayCore
 
 // The GTK 3 calls the Today view and the banners make, in one place:
@@ -330,7 +331,12 @@ func savePNG(of widget: Widget, to path: String) -> Bool {
     cairo_destroy(context)
     let part = path + ".part"
     guard cairo_surface_write_to_png(surface, part) == CAIRO_STATUS_SUCCESS else { return false }
-    return rename(part, path) == 0
+    do {
+        try Files.rename(part, to: path)
+        return true
+    } catch {
+        return false
+    }
 }
 
 /// The size a card icon's file had, kept on the image for `cardIcons`.

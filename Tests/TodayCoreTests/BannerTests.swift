@@ -10,7 +10,7 @@ import TodayProtocol
 /// bus at todayd's first banner as its service file says, under Xvfb;
 /// what it shows read from its `--describe` lines, its buttons pressed
 /// through GTK.
-@Suite(.showsDaemonLogs) struct BannerTests {
+@Suite(.showsDaemonLogs, .enabled(if: Paths.displaySuites, "run on its own by make test (TODAY_TEST_DISPLAY=1)")) struct BannerTests {
     static let view = Paths.root.appendingPathComponent(".build/debug/today-view").path
 
     /// The lines a file has so far.

@@ -15,6 +15,10 @@ enum Paths {
     static let todayctl = root.appendingPathComponent(".build/debug/todayctl").path
     /// The example bundles as `make test` assembles them (manifests from
     /// data/examples, executables from Examples/).
+    /// Suites that start X servers and GTK programs run on their own after
+    /// the rest (`make test` sets TODAY_TEST_DISPLAY=1 for them): many X
+    /// servers beside the timed tests would load a small machine.
+    static let displaySuites = ProcessInfo.processInfo.environment["TODAY_TEST_DISPLAY"] != nil
     static let examples = root.appendingPathComponent(".build/examples").path
 }
 
