@@ -63,22 +63,13 @@ func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
 
     // Signals, and the moment a widget turns stale, wake the one loop below.
     let events = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-    let connection = client.connection
-    try await client.subscribeToTodayd([
-        MatchRule(interface: .properties, member: .propertiesChanged), MatchRule(interface: .objectManager),
-    ]) { _ in events.continuation.yield() }
-    _ = try await Client.attempt {
-        try await connection.subscribe(
-            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue)
-        ) { _ in events.continuation.yield() }
-    }
-    connection.onDisconnect { events.continuation.finish() }
-    if format == .i3bar { try readClicks(connection) }
+    try await client.follow(
+        [MatchRule(interface: .properties, member: .propertiesChanged), MatchRule(interface: .objectManager)], waking: events.continuation)
+    if format == .i3bar { try readClicks(client.connection) }
     if let header = format.header { Out.line(header) }
 
     var last: String?
     var staleTimer: Task<Void, Never>?
-    events.continuation.yield()
     for await _ in events.stream {
         // While todayd is away (restarting), the last line stays.
         guard let widgets = await current() else { continue }
@@ -113,21 +104,14 @@ private func notificationsBar(_ client: Client, format: BarFormat, once: Bool) a
         return
     }
     let events = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-    let connection = client.connection
-    try await client.subscribeToTodayd([
-        MatchRule(path: Today.managerPath, interface: .properties, member: .propertiesChanged),
-        MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name),
-    ]) { _ in events.continuation.yield() }
-    _ = try await Client.attempt {
-        try await connection.subscribe(
-            MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue)
-        ) { _ in events.continuation.yield() }
-    }
-    connection.onDisconnect { events.continuation.finish() }
+    try await client.follow(
+        [
+            MatchRule(path: Today.managerPath, interface: .properties, member: .propertiesChanged),
+            MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name),
+        ], waking: events.continuation)
     if format == .i3bar { try readNotificationClicks(center) }
     if let header = format.header { Out.line(header) }
     var last: String?
-    events.continuation.yield()
     for await _ in events.stream {
         // While todayd is away (restarting), the last line stays.
         guard let count = try? await center.count() else { continue }

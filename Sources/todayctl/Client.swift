@@ -104,6 +104,22 @@ struct Client {
         try await subscribe(rules, from: Today.busName, handler)
     }
 
+    /// Wakes `events` once now, at every signal that matches `rules` from
+    /// todayd, and whenever todayd's name changes owner (a restart);
+    /// finishes it when the connection is lost. What a bar waits on
+    /// between its lines.
+    func follow(_ rules: [MatchRule], waking events: AsyncStream<Void>.Continuation) async throws {
+        try await subscribeToTodayd(rules) { _ in events.yield() }
+        let connection = connection
+        _ = try await Self.attempt {
+            try await connection.subscribe(
+                MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue)
+            ) { _ in events.yield() }
+        }
+        connection.onDisconnect { events.finish() }
+        events.yield()
+    }
+
     /// Signals that match `rules` from whoever owns `name`, as
     /// `subscribeToTodayd`.
     func subscribe(_ rules: [MatchRule], from name: BusName, _ handler: @escaping @Sendable (Message) -> Void) async throws {

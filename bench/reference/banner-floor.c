@@ -11,11 +11,9 @@
  * nothing out: what is left is the call, the answer and the map request.
  * Ends when the bus goes away. */
 #include <X11/Xlib.h>
-#include <dbus/dbus.h>
+#include "notify-name.h"
 #include <stdint.h>
-#include <stdio.h>
 
-static const char *const name = "org.freedesktop.Notifications";
 
 int main(void) {
     Display *display = XOpenDisplay(NULL);
@@ -29,19 +27,8 @@ int main(void) {
                                   CopyFromParent, InputOutput, CopyFromParent, CWOverrideRedirect | CWBackPixel, &attributes);
     XFlush(display);
 
-    DBusError error;
-    dbus_error_init(&error);
-    DBusConnection *bus = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
-    if (!bus) {
-        fprintf(stderr, "banner-floor: cannot reach the session bus: %s\n", error.message);
-        return 1;
-    }
-    dbus_connection_set_exit_on_disconnect(bus, FALSE);
-    int owned = dbus_bus_request_name(bus, name, DBUS_NAME_FLAG_DO_NOT_QUEUE, &error);
-    if (owned != DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) {
-        fprintf(stderr, "banner-floor: cannot own %s: %s\n", name, dbus_error_is_set(&error) ? error.message : "another owner");
-        return 1;
-    }
+    DBusConnection *bus = own_notifications_name("banner-floor");
+    if (!bus) return 1;
     dbus_uint32_t counter = 0;
     while (dbus_connection_read_write(bus, -1)) {
         DBusMessage *message;
@@ -52,12 +39,12 @@ int main(void) {
             }
             DBusMessage *reply;
             int map = 0, unmap = 0;
-            if (dbus_message_is_method_call(message, name, "Notify") && dbus_message_has_signature(message, "susssasa{sv}i")) {
+            if (dbus_message_is_method_call(message, notifications_name, "Notify") && dbus_message_has_signature(message, "susssasa{sv}i")) {
                 reply = dbus_message_new_method_return(message);
                 counter = counter == UINT32_MAX ? 1 : counter + 1;
                 dbus_message_append_args(reply, DBUS_TYPE_UINT32, &counter, DBUS_TYPE_INVALID);
                 map = 1;
-            } else if (dbus_message_is_method_call(message, name, "CloseNotification")) {
+            } else if (dbus_message_is_method_call(message, notifications_name, "CloseNotification")) {
                 reply = dbus_message_new_method_return(message);
                 unmap = 1;
             } else {

@@ -8,26 +8,13 @@
  * next number of a counter, reading nothing of the notification, keeping
  * nothing and showing nothing; GetServerInformation says who it is, and
  * anything else is UnknownMethod. Ends when the bus goes away. */
-#include <dbus/dbus.h>
+#include "notify-name.h"
 #include <stdint.h>
-#include <stdio.h>
 
-static const char *const name = "org.freedesktop.Notifications";
 
 int main(void) {
-    DBusError error;
-    dbus_error_init(&error);
-    DBusConnection *bus = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
-    if (!bus) {
-        fprintf(stderr, "notify-floor: cannot reach the session bus: %s\n", error.message);
-        return 1;
-    }
-    dbus_connection_set_exit_on_disconnect(bus, FALSE);
-    int owned = dbus_bus_request_name(bus, name, DBUS_NAME_FLAG_DO_NOT_QUEUE, &error);
-    if (owned != DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) {
-        fprintf(stderr, "notify-floor: cannot own %s: %s\n", name, dbus_error_is_set(&error) ? error.message : "another owner");
-        return 1;
-    }
+    DBusConnection *bus = own_notifications_name("notify-floor");
+    if (!bus) return 1;
     dbus_uint32_t counter = 0;
     while (dbus_connection_read_write(bus, -1)) {
         DBusMessage *message;
@@ -37,11 +24,11 @@ int main(void) {
                 continue;
             }
             DBusMessage *reply;
-            if (dbus_message_is_method_call(message, name, "Notify") && dbus_message_has_signature(message, "susssasa{sv}i")) {
+            if (dbus_message_is_method_call(message, notifications_name, "Notify") && dbus_message_has_signature(message, "susssasa{sv}i")) {
                 reply = dbus_message_new_method_return(message);
                 counter = counter == UINT32_MAX ? 1 : counter + 1;
                 dbus_message_append_args(reply, DBUS_TYPE_UINT32, &counter, DBUS_TYPE_INVALID);
-            } else if (dbus_message_is_method_call(message, name, "GetServerInformation")) {
+            } else if (dbus_message_is_method_call(message, notifications_name, "GetServerInformation")) {
                 const char *who = "notify-floor", *version = "1", *spec = "1.2";
                 reply = dbus_message_new_method_return(message);
                 dbus_message_append_args(reply, DBUS_TYPE_STRING, &who, DBUS_TYPE_STRING, &who, DBUS_TYPE_STRING, &version,
