@@ -71,6 +71,18 @@ public struct VariantArray: DBusArgument, Hashable {
     }
 }
 
+/// An `aa{sv}`: a list of records, each a dictionary.
+public struct VariantDictionaries: DBusArgument, Hashable {
+    public let dictionaries: [VariantDictionary]
+    public static var dbusType: DBusType { .array(VariantDictionary.dbusType) }
+    public var dbusValue: Value { .array(VariantDictionary.dbusType, dictionaries.map(\.value)) }
+    public init(_ dictionaries: [VariantDictionary]) { self.dictionaries = dictionaries }
+    public init(dbusValue value: Value) throws {
+        guard case .array(VariantDictionary.dbusType, let elements) = value else { throw Self.mismatch(value) }
+        dictionaries = try elements.map { try VariantDictionary(dbusValue: $0) }
+    }
+}
+
 /// An `a{sv}`, in wire order: options, platform data, a snapshot.
 public struct VariantDictionary: DBusArgument, Hashable {
     /// The dictionary as it came, for code that maps it further.

@@ -95,8 +95,10 @@ public struct TodayNotification: Sendable, Equatable {
     public var expires: Date?
     /// `x-canonical-private-synchronous` / `x-dunst-stack-tag`.
     public var stackTag: String?
-    /// For a GNotification: its id within its app, and the default action.
-    public var gtkID: String?
+    /// Its id within its app: a GNotification's, or a scheduled request's
+    /// (SPEC section 18). The same id of the same app replaces it.
+    public var appNotificationID: String?
+    /// For a GNotification: the default action.
     public var gtkDefaultAction: String?
     public var gtkDefaultTarget: Value?
     /// The `desktop-entry` hint.
@@ -170,7 +172,7 @@ public struct TodayNotification: Sendable, Equatable {
         if let value { d["value"] = .integer(Int64(value)) }
         if let expires { d["expires"] = .unsigned(ValueMapping.microseconds(expires)) }
         if let stackTag { d["stack-tag"] = .string(stackTag) }
-        if let gtkID { d["gtk-id"] = .string(gtkID) }
+        if let appNotificationID { d["app-notification-id"] = .string(appNotificationID) }
         if let gtkDefaultAction { d["gtk-default-action"] = .string(gtkDefaultAction) }
         if let target = gtkDefaultTarget, let bytes = try? target.wireBytes() { d["gtk-default-target"] = .data(bytes) }
         if let desktopEntry { d["desktop-entry"] = .string(desktopEntry) }
@@ -212,7 +214,7 @@ public struct TodayNotification: Sendable, Equatable {
         value = d["value"]?.int64.flatMap { Int32(exactly: $0) }
         expires = date("expires")
         stackTag = d["stack-tag"]?.string
-        gtkID = d["gtk-id"]?.string
+        appNotificationID = d["app-notification-id"]?.string ?? d["gtk-id"]?.string
         gtkDefaultAction = d["gtk-default-action"]?.string
         gtkDefaultTarget = d["gtk-default-target"]?.data.flatMap { try? Value(wireBytes: $0) }
         desktopEntry = d["desktop-entry"]?.string

@@ -91,7 +91,7 @@ public enum Notifications {
         InterfaceName("io.github.todayd.Today1.Notifications"),
         methods: [
             Center.listNotifications, Center.getNotification, Center.dismiss, Center.dismissAll, Center.invokeAction, Center.reply, Center.markSeen,
-            Center.setAppPolicy,
+            Center.setAppPolicy, Center.schedule, Center.pendingRequests, Center.removePending, Center.removeDelivered, Center.setCategories,
         ],
         properties: [Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbSchedule, Center.appPolicies],
         signals: [Center.notificationsChanged],
@@ -115,6 +115,23 @@ public enum Notifications {
         public static let setAppPolicy = MethodDeclaration(
             MemberName("SetAppPolicy"), in: ("app_id", String.self), ("policy", VariantDictionary.self),
             doc: "banners b, list b (kept in the list), sounds b, urgency y (overrides); app \"\": the default; an empty dict removes the policy.")
+
+        // Apps notify the iOS way (SPEC section 18): for a caller with a
+        // bundle identity, each app its own requests.
+        public static let schedule = MethodDeclaration(
+            MemberName("Schedule"), in: ("request_id", String.self), ("content", VariantDictionary.self), ("trigger", VariantDictionary.self),
+            doc: "Delivers the content when the trigger says ({}: now; after, date, repeats); replaces the app's pending or delivered request of that id.")
+        public static let pendingRequests = MethodDeclaration(
+            MemberName("PendingRequests"), out: [Argument("requests", "aa{sv}")],
+            doc: "The caller's requests not yet delivered: id, content, trigger, next (µs since the epoch).")
+        public static let removePending = MethodDeclaration(
+            MemberName("RemovePending"), in: ("request_ids", [String].self), doc: "Forgets the caller's pending requests of these ids.")
+        public static let removeDelivered = MethodDeclaration(
+            MemberName("RemoveDelivered"), in: ("request_ids", [String].self),
+            doc: "Takes the caller's delivered notifications of these request ids out of the list.")
+        public static let setCategories = MethodDeclaration(
+            MemberName("SetCategories"), in: ("categories", VariantDictionaries.self),
+            doc: "The caller's categories: id, actions (id, title, foreground, destructive, text-input, placeholder); replaces those set before.")
 
         public static let count = Property("Count", "u", doc: "Notifications in the list.")
         public static let unseen = Property("Unseen", "u", doc: "Added since the last MarkSeen.")

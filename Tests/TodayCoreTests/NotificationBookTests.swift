@@ -71,8 +71,8 @@ import TodayProtocol
         #expect(try book.post(Self.posting("volume 20") { $0.stackTag = "volume" }, at: later).id == tagged)
         #expect(try book.post(Self.posting("volume 30", app: "other") { $0.stackTag = "volume" }, at: later).id != tagged)
         // A GNotification id replaces within its app.
-        let gtk = try book.post(Self.posting("g1") { $0.source = .gtk; $0.gtkID = "x" }, at: later).id
-        #expect(try book.post(Self.posting("g2") { $0.source = .gtk; $0.gtkID = "x" }, at: later).id == gtk)
+        let gtk = try book.post(Self.posting("g1") { $0.source = .gtk; $0.appNotificationID = "x" }, at: later).id
+        #expect(try book.post(Self.posting("g2") { $0.source = .gtk; $0.appNotificationID = "x" }, at: later).id == gtk)
     }
 
     @Test func expiryByUrgencyClosesOnceAndKeepsItInTheList() throws {
@@ -126,12 +126,12 @@ import TodayProtocol
         let gtk = try book.post(
             Self.posting("g", app: "org.example.App", actions: gtkActions) {
                 $0.source = .gtk
-                $0.gtkID = "n1"
+                $0.appNotificationID = "n1"
                 $0.gtkDefaultAction = "app.show"
             }, at: Self.start
         ).id
         #expect(try book.invoke(gtk, key: "app.reply", token: nil).contains(.activateAction(appID: "org.example.App", name: "app.reply", target: .string("42"))))
-        let again = try book.post(Self.posting("g") { $0.source = .gtk; $0.gtkID = "n2"; $0.gtkDefaultAction = "app.show" }, at: Self.start).id
+        let again = try book.post(Self.posting("g") { $0.source = .gtk; $0.appNotificationID = "n2"; $0.gtkDefaultAction = "app.show" }, at: Self.start).id
         #expect(try book.invoke(again, key: "default", token: nil).contains(.activateAction(appID: "mail", name: "app.show", target: nil)))
     }
 

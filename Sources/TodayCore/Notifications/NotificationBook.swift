@@ -39,6 +39,23 @@ struct NotificationBook: Sendable {
         /// Show it as a banner (SPEC section 15): it passed Do Not
         /// Disturb, the inhibitions and its app's policy.
         case banner(UInt32)
+        /// A scheduled notification answered: ActivateAction
+        /// ("notification-response") on its app, started where it is not
+        /// running (SPEC section 18).
+        case respond(appID: String, NotificationResponse, token: String?)
+        /// Open the URL as OpenURL does (section 6).
+        case openURL(String, token: String?)
+    }
+
+    /// Whether a notification may show as a banner beyond its app's policy.
+    enum BannerRule: Sendable {
+        /// Unless Do Not Disturb or an inhibition holds it back (critical
+        /// ones pass both).
+        case usual
+        /// As `usual`, and through Do Not Disturb (a time-sensitive one).
+        case throughDoNotDisturb
+        /// Never: in the list only (a passive one).
+        case never
     }
 
     /// A notification to post, as its interface handed it over.
@@ -48,6 +65,7 @@ struct NotificationBook: Sendable {
         var replaces: UInt32 = 0
         /// Milliseconds: -1 the default by urgency, 0 never.
         var expireTimeout: Int32 = -1
+        var banner = BannerRule.usual
     }
 
     enum Refusal: Error, Equatable {
@@ -153,7 +171,11 @@ struct NotificationBook: Sendable {
     mutating func post(_ posting: Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
         var notification = posting.notification
         let policy = settings.policy(for: notification.appID)
-        let banner = showsBanner(urgency: policy.urgency ?? notification.urgency, policy: policy, atMinute: minute ?? Self.localMinute(now))
+        let banner =
+            posting.banner != .never
+            && showsBanner(
+                urgency: policy.urgency ?? notification.urgency, policy: policy, atMinute: minute ?? Self.localMinute(now),
+                throughDoNotDisturb: posting.banner == .throughDoNotDisturb)
         if let urgency = policy.urgency { notification.urgency = urgency }
         // An app kept out of the list: shown and gone, as a transient one.
         if !policy.list { notification.transient = true }
@@ -166,8 +188,10 @@ struct NotificationBook: Sendable {
             replaced = posting.replaces
         } else if let tag = notification.stackTag {
             replaced = order.first { byID[$0]?.appID == notification.appID && byID[$0]?.stackTag == tag }
-        } else if let gtkID = notification.gtkID {
-            replaced = order.first { byID[$0]?.source == .gtk && byID[$0]?.appID == notification.appID && byID[$0]?.gtkID == gtkID }
+        } else if let appNotificationID = notification.appNotificationID {
+            replaced = order.first { id in
+                byID[id].map { $0.source == notification.source && $0.appID == notification.appID && $0.appNotificationID == appNotificationID } ?? false
+            }
         }
         notification.id = replaced ?? nextID()
         // Times as the store keeps them (microseconds), so that the list
@@ -211,9 +235,11 @@ struct NotificationBook: Sendable {
     /// Whether a notification of `urgency` shows as a banner: its app's
     /// policy allows banners, and Do Not Disturb (on, or scheduled at
     /// `minute`) and the inhibitions hold back all but critical ones.
-    func showsBanner(urgency: TodayNotification.Urgency, policy: NotificationSettings.Policy, atMinute minute: Int) -> Bool {
+    /// A time-sensitive one (`throughDoNotDisturb`) passes Do Not
+    /// Disturb but not the inhibitions.
+    func showsBanner(urgency: TodayNotification.Urgency, policy: NotificationSettings.Policy, atMinute minute: Int, throughDoNotDisturb: Bool = false) -> Bool {
         guard policy.banners else { return false }
-        return urgency == .critical || !(settings.isQuiet(atMinute: minute) || isInhibited)
+        return urgency == .critical || !((settings.isQuiet(atMinute: minute) && !throughDoNotDisturb) || isInhibited)
     }
 
     /// The minute of the local day at `date`, in the C library's time zone
@@ -303,7 +329,15 @@ struct NotificationBook: Sendable {
         guard action != nil || key == "default" else { throw .noSuchAction(id, key) }
         var effects: [Effect] = [.invoked(id, key: key, token: token)]
         switch notification.source {
-        case .gtk, .todaykit:
+        case .todaykit:
+            // The default action opens the content's URL where it has one;
+            // else the app hears which action it was.
+            if key == "default", let url = notification.hints.dictionary[Self.urlHint]?.string {
+                effects.append(.openURL(url, token: token))
+            } else {
+                effects.append(.respond(appID: notification.appID, notification.response(to: key, text: nil), token: token))
+            }
+        case .gtk:
             if let name = action?.gtkAction ?? (key == "default" ? notification.gtkDefaultAction : nil) {
                 effects.append(.activateAction(appID: notification.appID, name: name, target: action?.gtkTarget ?? notification.gtkDefaultTarget))
             } else if key == "default" {
@@ -325,6 +359,9 @@ struct NotificationBook: Sendable {
         guard let notification = byID[id] else { throw .noSuchNotification(id) }
         guard notification.actions.contains(where: { $0.key == "inline-reply" }) else { throw .noSuchAction(id, "inline-reply") }
         var effects: [Effect] = [.replied(id, text)]
+        if notification.source == .todaykit {
+            effects.append(.respond(appID: notification.appID, notification.response(to: "inline-reply", text: text), token: nil))
+        }
         if !notification.resident {
             let listed = order.contains(id)
             effects += remove([id], reason: .dismissed)
@@ -364,8 +401,50 @@ struct NotificationBook: Sendable {
         return was && !isInhibited ? [.inhibited(false)] : []
     }
 
+    // MARK: Scheduled notifications
+
+    /// The hints a scheduled notification keeps for its response: the
+    /// content's URL and user-info, the id of the category's text-input
+    /// action (shown as `inline-reply`), and the time it was delivered for.
+    static let urlHint = "url"
+    static let userInfoHint = "user-info"
+    static let textInputHint = "text-input-action"
+    static let deliveredForHint = "delivered-for"
+
+    /// Whether `appID`'s request `requestID` was delivered for `time`
+    /// already: a delivery that todayd was killed before recording is not
+    /// made twice.
+    func hasDelivered(_ requestID: String, of appID: String, for time: Date) -> Bool {
+        let micros = ValueMapping.microseconds(time)
+        return byID.values.contains { notification in
+            notification.source == .todaykit && notification.appID == appID && notification.appNotificationID == requestID
+                && notification.hints.dictionary[Self.deliveredForHint]?.uint64 == micros
+        }
+    }
+
+    /// The notifications `appID`'s requests of `requestIDs` delivered.
+    func delivered(_ requestIDs: Set<String>, of appID: String) -> [UInt32] {
+        order.filter { id in
+            guard let notification = byID[id] else { return false }
+            return notification.source == .todaykit && notification.appID == appID && notification.appNotificationID.map(requestIDs.contains) == true
+        }
+    }
+
     /// At start: those whose time ran out while todayd was down close now.
     mutating func catchUp(at now: Date) -> [Effect] {
         expire(at: now)
+    }
+}
+
+extension TodayNotification {
+    /// What a scheduled notification's app hears when action `key` is
+    /// chosen: `default`, the category's action id, or for the reply
+    /// field the id of the category's text-input action.
+    func response(to key: String, text: String?) -> NotificationResponse {
+        let hints = hints.dictionary
+        let action = key == "inline-reply" ? hints[NotificationBook.textInputHint]?.string ?? key : key
+        return NotificationResponse(
+            requestID: appNotificationID ?? "", actionID: action, userText: text,
+            userInfo: hints[NotificationBook.userInfoHint].flatMap(VariantDictionary.init) ?? VariantDictionary([]))
     }
 }

@@ -64,7 +64,7 @@ extension NotificationService {
                     let service = try late.get()
                     try await service.checkGtkSender(call, appID: appID)
                     try service.change { book in
-                        guard let existing = book.list.first(where: { $0.source == .gtk && $0.appID == appID && $0.gtkID == id }) else { return [] }
+                        guard let existing = book.list.first(where: { $0.source == .gtk && $0.appID == appID && $0.appNotificationID == id }) else { return [] }
                         return book.recall(existing.id)
                     }
                     return []
@@ -84,21 +84,27 @@ extension NotificationService {
             bindings: [
                 C.listNotifications.replying { _ in try late.get().listReply() },
                 C.getNotification.immediate { _, id in [.vardict(try late.get().notification(id).dictionary)] },
-                C.dismiss.immediate { _, id in
-                    try late.get().change { book throws(NotificationBook.Refusal) in try book.dismiss(id) }
+                C.dismiss.task { call, id in
+                    let service = try late.get()
+                    try await service.checkAnswerer(call, of: id)
+                    try service.change { book throws(NotificationBook.Refusal) in try book.dismiss(id) }
                     return []
                 },
                 C.dismissAll.immediate { _, appID in
                     try late.get().change { $0.dismissAll(appID) }
                     return []
                 },
-                C.invokeAction.immediate { _, id, key, platformData in
+                C.invokeAction.task { call, id, key, platformData in
+                    let service = try late.get()
+                    try await service.checkAnswerer(call, of: id)
                     let token = platformData.dictionary["activation-token"]?.string
-                    try late.get().change { book throws(NotificationBook.Refusal) in try book.invoke(id, key: key, token: token) }
+                    try service.change { book throws(NotificationBook.Refusal) in try book.invoke(id, key: key, token: token) }
                     return []
                 },
-                C.reply.immediate { _, id, text in
-                    try late.get().change { book throws(NotificationBook.Refusal) in try book.reply(id, text: text) }
+                C.reply.task { call, id, text in
+                    let service = try late.get()
+                    try await service.checkAnswerer(call, of: id)
+                    try service.change { book throws(NotificationBook.Refusal) in try book.reply(id, text: text) }
                     return []
                 },
                 C.markSeen.immediate { _ in
@@ -108,6 +114,45 @@ extension NotificationService {
                 C.setAppPolicy.immediate { _, appID, policy in
                     let read = try NotificationSettings.policy(policy.dictionary)
                     try late.get().changeSettings { $0.policies[appID] = read }
+                    return []
+                },
+                C.schedule.task { call, requestID, content, trigger in
+                    let service = try late.get()
+                    let appID = try await service.callerApp(call, for: "Schedule")
+                    let (readContent, readTrigger): (ScheduledContent, ScheduledTrigger)
+                    do throws(ScheduleProblem) {
+                        (readContent, readTrigger) = (try ScheduledContent(content), try ScheduledTrigger(trigger))
+                    } catch {
+                        throw TodayError.invalidArgs(error.description)
+                    }
+                    try service.schedule(requestID, content: readContent, trigger: readTrigger, for: appID)
+                    return []
+                },
+                C.pendingRequests.task { call in
+                    let service = try late.get()
+                    let appID = try await service.callerApp(call, for: "PendingRequests")
+                    return [VariantDictionaries(service.pendingRequests(of: appID)).dbusValue]
+                },
+                C.removePending.task { call, ids in
+                    let service = try late.get()
+                    try service.removePending(ids, of: try await service.callerApp(call, for: "RemovePending"))
+                    return []
+                },
+                C.removeDelivered.task { call, ids in
+                    let service = try late.get()
+                    try service.removeDelivered(ids, of: try await service.callerApp(call, for: "RemoveDelivered"))
+                    return []
+                },
+                C.setCategories.task { call, categories in
+                    let service = try late.get()
+                    let appID = try await service.callerApp(call, for: "SetCategories")
+                    let read: [ScheduledCategory]
+                    do throws(ScheduleProblem) {
+                        read = try categories.dictionaries.map { dictionary throws(ScheduleProblem) in try ScheduledCategory(dictionary) }
+                    } catch {
+                        throw TodayError.invalidArgs(error.description)
+                    }
+                    try service.setCategories(read, of: appID)
                     return []
                 },
             ],
@@ -240,7 +285,7 @@ extension NotificationService {
             body: NotificationMarkup.reduce(NotificationMarkup.escape(cut(values["body"]?.string ?? "", to: longestBody))), actions: actions,
             urgency: urgency,
             category: values["category"]?.string ?? "", time: Date(), source: .gtk)
-        posted.gtkID = id
+        posted.appNotificationID = id
         posted.gtkDefaultAction = values["default-action"]?.string
         posted.gtkDefaultTarget = values["default-action-target"]
         // A serialized GIcon: ('themed', <['name', …]>) or ('file', <'path'>).

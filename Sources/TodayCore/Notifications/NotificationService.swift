@@ -18,7 +18,7 @@ final class NotificationService: Sendable {
     /// `$XDG_CONFIG_HOME/todayd/notifications.plist`: the user's settings.
     let settingsPath: String
     let clock: ServiceClock
-    private let book: Mutex<NotificationBook>
+    let book: Mutex<NotificationBook>
     /// Notify and AddNotification, taken in turn per sender.
     private let lanes = NotificationLanes()
     /// ListNotifications' reply, marshalled at the first call after a
@@ -31,6 +31,14 @@ final class NotificationService: Sendable {
     /// Held while the settings file is read or written, so that changes
     /// reach the disk and the list one at a time, in the same order.
     private let settingsFile = Mutex(())
+    /// The apps' scheduled notifications (SPEC section 18), their files,
+    /// the number of the last change made to them (which orders the
+    /// writes of an app), and the timer that delivers them.
+    let schedule: Mutex<(book: NotificationSchedule, change: UInt64)>
+    let scheduleStore: ScheduleStore
+    let scheduleTimer = Mutex<(any DueTimer)?>(nil)
+    /// The app a caller's bundle belongs to: a widget's container app, else itself.
+    let appOf: @Sendable (String) -> String
     let freedesktop: ExportedInterface
     let gtk: ExportedInterface
     /// The Notifications interface of the manager object.
@@ -40,8 +48,12 @@ final class NotificationService: Sendable {
     static let longestSummary = 1024
     static let longestBody = NotificationMarkup.longestBody
 
-    init(connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, clock: ServiceClock) {
+    init(
+        connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, clock: ServiceClock,
+        timeZone: TimeZone = .current, appOf: @escaping @Sendable (String) -> String = { $0 }
+    ) {
         self.connection = connection
+        self.appOf = appOf
         self.identities = identities
         self.urls = urls
         self.log = log
@@ -55,6 +67,8 @@ final class NotificationService: Sendable {
         book.idsReserved = book.lastID
         book.settings = Self.readSettings(settingsPath, log: log) ?? NotificationSettings()
         self.book = Mutex(book)
+        scheduleStore = ScheduleStore(directories: directories, log: log)
+        schedule = Mutex((NotificationSchedule(apps: scheduleStore.load(), zone: timeZone), 0))
         let late = Late<NotificationService>()
         freedesktop = Self.freedesktopObject(late)
         gtk = Self.gtkObject(late)
@@ -73,12 +87,18 @@ final class NotificationService: Sendable {
         let timer = clock.timer(named: "todayd-expiry") { [weak self] in self?.expire() ?? 3600 }
         if timer == nil { log.warning("no timerfd: notifications do not expire") }
         expiry.withLock { $0 = timer }
+        // Requests whose time came while todayd was down are delivered at
+        // its first look, once.
+        let delivery = clock.timer(named: "todayd-scheduled") { [weak self] in self?.deliverDue() ?? 3600 }
+        if delivery == nil { log.warning("no timerfd: scheduled notifications are not delivered") }
+        scheduleTimer.withLock { $0 = delivery }
     }
 
     /// Flushes the store, with the last id given: after a clean stop, ids
     /// go on from it; after a kill, from the end of the block reserved.
     func stop() {
         expiry.withLock { $0 }?.stop()
+        scheduleTimer.withLock { $0 }?.stop()
         book.withLock { book in
             guard (try? store.saveLastGiven(book.lastID)) != nil else { return }
             book.idsReserved = book.lastID
@@ -327,6 +347,18 @@ final class NotificationService: Sendable {
                 freedesktop.set(F.inhibited.name, .boolean(on))
             case .banner(let id):
                 showBanner(id)
+            case .respond(let appID, let response, let token):
+                respond(appID, response, token: token)
+            case .openURL(let url, let token):
+                let urls = urls
+                let log = log
+                Task {
+                    do {
+                        _ = try await urls.open(url, platformData: VariantDictionary(token.map { [("activation-token", .string($0))] } ?? []))
+                    } catch {
+                        log.warning("notification's URL \(url.prefix(200)): \(error)")
+                    }
+                }
             }
         }
     }

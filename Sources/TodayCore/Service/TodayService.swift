@@ -42,7 +42,13 @@ public final class TodayService: Sendable {
         catalog = CatalogService(directories: directories, widgets: widgets, groups: groups, urls: urls, log: log)
         notifications =
             serveNotifications
-            ? NotificationService(connection: connection, directories: directories, identities: identities, urls: urls, log: log, clock: clock)
+            ? NotificationService(
+                connection: connection, directories: directories, identities: identities, urls: urls, log: log, clock: clock,
+                appOf: { [widgets] bundle in
+                    // A widget notifies as its container app.
+                    guard let id = BundleID(rawValue: bundle), let widget = try? widgets.widget(id) else { return bundle }
+                    return widget.data.withLock { $0.manifest.containerBundleIdentifier.rawValue }
+                })
             : nil
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,

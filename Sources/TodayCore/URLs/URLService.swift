@@ -105,13 +105,9 @@ final class URLService: Sendable {
     /// org.freedesktop.Application, else its executable, started. Returns
     /// the app's id; `widget` names the widget in the error.
     func activateApp(_ containerID: BundleID, for widget: BundleID?, platformData: VariantDictionary) async throws -> String {
-        for (connection, bundle) in identities.registrations where bundle == containerID.rawValue {
-            if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),
-                let path = URLDispatch.applicationPath(bundle)
-            {
-                try await callApplication(name, path: path, Today.Application.activate, platformData)
-                return bundle
-            }
+        if let (name, path) = await runningApp(containerID) {
+            try await callApplication(name, path: path, Today.Application.activate, platformData)
+            return containerID.rawValue
         }
         guard let app = apps.withLock({ $0 }).first(where: { $0.bundleIdentifier == containerID }), let executable = app.executable else {
             guard let widget else { throw TodayError.noHandler("the app '\(containerID)' is not running and has no executable to start") }
@@ -119,6 +115,53 @@ final class URLService: Sendable {
         }
         try URLDispatch.launch([executable], environment: launchEnvironment, directory: environment["HOME"])
         return containerID.rawValue
+    }
+
+    /// The connection and object of app `id` where it runs, registered
+    /// as that bundle, and serves org.freedesktop.Application.
+    func runningApp(_ id: BundleID) async -> (BusName, ObjectPath)? {
+        for (connection, bundle) in identities.registrations where bundle == id.rawValue {
+            if await exportsApplication(connection: connection, id: bundle), let name = BusName(rawValue: connection),
+                let path = URLDispatch.applicationPath(bundle)
+            {
+                return (name, path)
+            }
+        }
+        return nil
+    }
+
+    /// `ActivateAction(action, [parameter], platform_data)` on app `id`
+    /// (SPEC section 18): the running app; else the installed bundle's
+    /// executable, started, called once it serves org.freedesktop.Application
+    /// (within `wait`); else the bus name `id`, which D-Bus activation
+    /// starts (a Flatpak app, a DBusActivatable one).
+    func activateAction(_ id: String, _ action: String, parameter: Value, platformData: VariantDictionary, wait: Duration = .seconds(25)) async throws {
+        let bundle = BundleID(rawValue: id)
+        if let bundle, let (name, path) = await runningApp(bundle) {
+            try await callApplication(name, path: path, Today.Application.activateAction, action, VariantArray([parameter]), platformData)
+            return
+        }
+        if let bundle, let executable = apps.withLock({ $0 }).first(where: { $0.bundleIdentifier == bundle })?.executable {
+            try URLDispatch.launch([executable], environment: launchEnvironment, directory: environment["HOME"])
+            let deadline = ContinuousClock.now + wait
+            while ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                if let (name, path) = await runningApp(bundle) {
+                    try await callApplication(name, path: path, Today.Application.activateAction, action, VariantArray([parameter]), platformData)
+                    return
+                }
+            }
+            throw TodayError.noHandler("'\(id)' was started but did not serve org.freedesktop.Application within \(wait)")
+        }
+        guard let name = BusName(rawValue: id), let path = URLDispatch.applicationPath(id) else {
+            throw TodayError.noHandler("'\(id)' is neither running, nor an installed app bundle, nor a D-Bus name")
+        }
+        try await callApplication(name, path: path, Today.Application.activateAction, action, VariantArray([parameter]), platformData)
+    }
+
+    /// The display name of the installed app bundle `id`.
+    func appName(_ id: String) -> String? {
+        apps.withLock { $0.first { $0.bundleIdentifier.rawValue == id }?.displayName }
     }
 
     /// Whether `id` is an installed app bundle, or a running app that registered as one.
