@@ -63,7 +63,9 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PosixTests", dependencies: ["Posix"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
-        .testTarget(name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix", "TestSupport"]),
+        .testTarget(
+            name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix", "TestSupport"],
+            exclude: ["nextdates.py"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),
     ],
     swiftLanguageModes: [.v6]
