@@ -5,7 +5,9 @@
 //   tram add SECONDS LINE DESTINATION   a departure SECONDS from now
 //   tram clear                          no more departures
 //   tram list                           the departures, in order
-//   tram [tram://…]                     open the app (as a tap on the widget does)
+//   tram [tram://…]                     open the app (as a tap on the widget
+//                                       does): it runs a while, and the
+//                                       answers to its reminders reach it
 import Foundation
 import PropertyList
 import TramShared
@@ -39,7 +41,6 @@ func save(_ departures: [Departure]) {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-for url in TodayApplication.launchURLs { say("Tram: opened by \(url.absoluteString)") }
 switch arguments.first {
 case "add":
     guard arguments.count == 4, let seconds = TimeInterval(arguments[1]), seconds >= 0 else {
@@ -57,8 +58,45 @@ case "list":
     for departure in Departure.read(from: departuresFile()) {
         say("\(departure.date.formatted(date: .omitted, time: .standard))  \(departure.line)  \(departure.destination)")
     }
-case nil:
-    break
-case let other?:
-    if !other.hasPrefix("tram:") { fail("unknown command '\(other)'; see the comment at the top of Examples/Tram/main.swift") }
+case let other? where !other.hasPrefix("tram:"):
+    fail("unknown command '\(other)'; see the comment at the top of Examples/Tram/main.swift")
+default:
+    try await runApp()
+}
+
+/// Hears the answers to the widget's reminders
+/// (userNotificationCenter(_:didReceive:)).
+final class ReminderAnswers: UNUserNotificationCenterDelegate {
+    let app: TodayApplication
+
+    init(app: TodayApplication) {
+        self.app = app
+    }
+
+    func userNotificationCenter(_ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse) async {
+        let info = response.notification.request.content.userInfo
+        let tram = "line \(info["line"] as? String ?? "?") to \(info["destination"] as? String ?? "?")"
+        switch response.actionIdentifier {
+        case Reminder.onMyWay: say("Tram: on my way to \(tram)")
+        case Reminder.message: say("Tram: message for \(tram): \((response as? UNTextInputNotificationResponse)?.userText ?? "")")
+        case UNNotificationDefaultActionIdentifier: say("Tram: reminder for \(tram) opened")
+        default: say("Tram: \(response.actionIdentifier) for \(tram)")
+        }
+        app.stop()
+    }
+}
+
+/// Runs the app: taps on the widget and answers to its reminders arrive
+/// while it runs; it ends after an answer, or after half a minute.
+func runApp() async throws {
+    let app = try TodayApplication()
+    let answers = ReminderAnswers(app: app)
+    UNUserNotificationCenter.current().delegate = answers
+    app.onOpen { url in say("Tram: opened by \(url.absoluteString)") }
+    Task {
+        try? await Task.sleep(for: .seconds(30))
+        app.stop()
+    }
+    try await app.run()
+    withExtendedLifetime(answers) {}
 }

@@ -4,6 +4,10 @@
 // the widget changes as trams leave without its provider running; the
 // policy .atEnd asks for a new timeline once the last one has left, and
 // the app asks for one after every edit.
+//
+// Its "Remind me" button schedules a notification (UserNotifications, as
+// an iOS app does) one minute before the next tram leaves; the user's
+// answer to it reaches the Tram app, started for it where it is not running.
 import Foundation
 import TodayKit
 import TramShared
@@ -28,12 +32,57 @@ struct DepartureEntry: TimelineEntry {
         return Snapshot(
             title: "Line \(next.line) to \(next.destination)", subtitle: "leaves at \(time)",
             body: later == 0 ? "the last one" : "\(later) more after it", url: URL(string: "tram://departure?line=\(next.line)"),
+            actions: [.button(intent: RemindMe(), iconName: "alarm-symbolic")],
             accessibilityLabel: "Next tram: line \(next.line) to \(next.destination), leaving at \(time)")
     }
 }
 
+/// "Remind me": a notification a minute before the next tram leaves, with
+/// an "On my way" button and a reply field.
+struct RemindMe: WidgetIntent {
+    static let id = "remind-me"
+    static let title = "Remind me"
+
+    struct NoTram: Error, CustomStringConvertible {
+        var description: String { "no tram left to be reminded of" }
+    }
+
+    func perform() async throws {
+        guard let next = upcomingDepartures(from: Date()).first else { throw NoTram() }
+        let center = UNUserNotificationCenter.current()
+        center.setNotificationCategories([
+            UNNotificationCategory(
+                identifier: Reminder.category,
+                actions: [
+                    UNNotificationAction(identifier: Reminder.onMyWay, title: "On my way", options: [.foreground]),
+                    UNTextInputNotificationAction(
+                        identifier: Reminder.message, title: "Message", textInputButtonTitle: "Send", textInputPlaceholder: "Running late…"),
+                ],
+                intentIdentifiers: [])
+        ])
+        let content = UNMutableNotificationContent()
+        content.title = "Line \(next.line) to \(next.destination)"
+        content.body = "Leaves at \(next.date.formatted(date: .omitted, time: .shortened)): time to go"
+        content.categoryIdentifier = Reminder.category
+        content.threadIdentifier = "line-\(next.line)"
+        content.interruptionLevel = .timeSensitive
+        content.userInfo = ["line": next.line, "destination": next.destination, "departure": next.date.timeIntervalSince1970]
+        let lead = next.date.timeIntervalSinceNow - Reminder.lead
+        let trigger = UNTimeIntervalNotificationTrigger(timeInterval: max(1, lead), repeats: false)
+        try await center.add(UNNotificationRequest(identifier: Reminder.requestID, content: content, trigger: trigger))
+    }
+}
+
+/// The departures after `now`, from the app's group container.
+func upcomingDepartures(from now: Date) -> [Departure] {
+    guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.tram") else { return [] }
+    return Departure.read(from: container.appendingPathComponent("departures.plist")).filter { $0.date > now }
+}
+
 @main
 struct TramDepartures: TimelineProvider {
+    static let intents: [any WidgetIntent.Type] = [RemindMe.self]
+
     func placeholder(in context: Context) -> DepartureEntry {
         DepartureEntry(date: Date(), next: Departure(date: Date(), line: "—", destination: "—"), later: 0)
     }
@@ -52,8 +101,7 @@ struct TramDepartures: TimelineProvider {
     /// From `now`: an entry for the next departure, then one at each
     /// departure for the one after it, and one when the last has left.
     func entries(from now: Date) -> [DepartureEntry] {
-        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.tram") else { return [] }
-        let upcoming = Departure.read(from: container.appendingPathComponent("departures.plist")).filter { $0.date > now }.prefix(99)
+        let upcoming = upcomingDepartures(from: now).prefix(99)
         var entries = [DepartureEntry(date: now, next: upcoming.first, later: max(0, upcoming.count - 1))]
         for (index, departure) in upcoming.enumerated() {
             let rest = upcoming.dropFirst(index + 1)

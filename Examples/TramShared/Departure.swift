@@ -28,3 +28,15 @@ public struct Departure: Sendable {
         }.sorted { $0.date < $1.date }
     }
 }
+
+/// The reminder the widget's "Remind me" button schedules and the app
+/// answers: its request id, category and actions, shared by both.
+public enum Reminder {
+    /// One reminder at a time: a new one replaces it.
+    public static let requestID = "tram-reminder"
+    public static let category = "departure"
+    public static let onMyWay = "on-my-way"
+    public static let message = "message"
+    /// How long before the departure it comes.
+    public static let lead: TimeInterval = 60
+}

@@ -89,8 +89,16 @@ public final class TodayApplication: Sendable {
                             activate()
                             return []
                         },
-                        // The app has no actions of its own.
-                        Today.Application.activateAction.task { _, _, _, _ in [] },
+                        // The one action: the user's answer to a scheduled
+                        // notification, for UNUserNotificationCenter's delegate.
+                        Today.Application.activateAction.task { _, name, parameter, _ in
+                            if name == NotificationResponse.actionName, let dictionary = parameter.values.first.flatMap(VariantDictionary.init),
+                                let response = NotificationResponse(dictionary)
+                            {
+                                await UNUserNotificationCenter.current().receive(response)
+                            }
+                            return []
+                        },
                     ])
             ])
         await withCheckedContinuation { continuation in stopped.withLock { $0 = continuation } }

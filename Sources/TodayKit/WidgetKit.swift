@@ -111,11 +111,16 @@ public protocol TimelineProvider {
     func getSnapshot(in context: Context, completion: @escaping @Sendable (Entry) -> Void)
     /// The entries from now on and when to ask again.
     func getTimeline(in context: Context, completion: @escaping @Sendable (Timeline<Entry>) -> Void)
+    /// The intents the entries' buttons and toggles run: `perform-action
+    /// ID` performs the one with that id, then the timeline is the answer.
+    static var intents: [any WidgetIntent.Type] { get }
     /// Runs when the executable is started with other arguments.
     func run(arguments: [String]) async -> Int32
 }
 
 extension TimelineProvider {
+    public static var intents: [any WidgetIntent.Type] { [] }
+
     /// The async form of `getSnapshot(in:completion:)`.
     public func snapshot(in context: Context) async -> Entry {
         await withCheckedContinuation { continuation in getSnapshot(in: context) { continuation.resume(returning: $0) } }
@@ -133,8 +138,13 @@ extension TimelineProvider {
 
     public static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        guard arguments == ["perform-update"] else { exit(await Self().run(arguments: arguments)) }
-        _ = FileHandle.standardInput.readDataToEndOfFile()
+        if arguments.first == "perform-action", !intents.isEmpty {
+            _ = FileHandle.standardInput.readDataToEndOfFile()
+            if let problem = await performIntent(arguments, among: intents) { exit(answerFailed(problem)) }
+        } else {
+            guard arguments == ["perform-update"] else { exit(await Self().run(arguments: arguments)) }
+            _ = FileHandle.standardInput.readDataToEndOfFile()
+        }
         let timeline = await Self().timeline(in: Context())
         var answer = timeline.answer
         if timeline.entries.isEmpty {
