@@ -129,7 +129,8 @@ final class NotificationList {
             return
         }
         let controls = controls
-        for (appID, group) in NotificationEntry.groups(entries) {
+        for thread in NotificationEntry.groups(entries) {
+            let (appID, group, key) = (thread.appID, thread.entries, thread.key)
             let section = box(vertical: true, spacing: 4)
             addClass(section, "notification-group")
             let header = box(vertical: false, spacing: 6)
@@ -138,7 +139,15 @@ final class NotificationList {
             gtk_widget_set_hexpand(title, 1)
             append(header, title)
             if group.count > 1 { append(header, label("\(group.count)", classes: ["dim"], wrap: false)) }
-            let clear = button("Clear") { [self] in call(Notifications.Center.dismissAll, appID) }
+            // An app's group clears the app; a thread's, its own.
+            let ids = group.map(\.id)
+            let clear = button("Clear") { [self] in
+                if thread.threadID.isEmpty {
+                    call(Notifications.Center.dismissAll, appID)
+                } else {
+                    for id in ids { call(Notifications.Center.dismiss, id) }
+                }
+            }
             addClass(clear, "flat")
             setAccessibleLabel(clear, "Clear \(group.first?.appTitle ?? appID)")
             append(header, clear)
@@ -151,14 +160,14 @@ final class NotificationList {
                 let id = notificationID(of: row.assumingMemoryBound(to: GtkWidget.self))
                 if id != 0 { controls.invoke(id, "default") }
             })
-            let open = expanded.contains(appID)
+            let open = expanded.contains(key)
             for entry in open ? group : Array(group.prefix(Self.collapsedCount)) {
                 gtk_list_box_insert(cast(list), notificationRow(entry, now: now, controls: controls, showApp: false), -1)
             }
             append(section, list)
             if group.count > Self.collapsedCount {
                 let more = button(open ? "Show less" : "Show \(group.count - Self.collapsedCount) more") { [self] in
-                    if expanded.contains(appID) { expanded.remove(appID) } else { expanded.insert(appID) }
+                    if expanded.contains(key) { expanded.remove(key) } else { expanded.insert(key) }
                     redraw(now: Date())
                 }
                 addClass(more, "flat")

@@ -214,6 +214,21 @@ import TodayProtocol
         #expect(kept == replacing && book.delivered(["reminder-4"], of: "org.example.Tram") == [kept])
     }
 
+    @Test func aThreadIsAGroupOfItsOwnInTheList() throws {
+        func entry(_ id: UInt32, _ app: String, thread: String?) -> [String: Value] {
+            var values: [String: Value] = ["id": .uint32(id), "app-id": .string(app), "summary": .string("s\(id)")]
+            if let thread { values["hints"] = .vardict([("thread-id", .string(thread))]) }
+            return values
+        }
+        let entries = [
+            entry(5, "tram", thread: "line-4"), entry(4, "mail", thread: nil), entry(3, "tram", thread: "line-11"),
+            entry(2, "tram", thread: "line-4"), entry(1, "tram", thread: nil),
+        ].compactMap(NotificationEntry.init)
+        let groups = NotificationEntry.groups(entries)
+        #expect(groups.map(\.key) == ["tram\nline-4", "mail", "tram\nline-11", "tram"])
+        #expect(groups.first?.entries.map(\.id) == [5, 2])
+    }
+
     @Test func passiveOnesStayOutOfBannersAndTimeSensitiveOnesPassDoNotDisturb() throws {
         var book = NotificationBook()
         book.settings.doNotDisturb = true

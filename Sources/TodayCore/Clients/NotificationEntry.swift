@@ -26,12 +26,15 @@ public struct NotificationEntry: Equatable, Sendable {
     public var value: Int32?
     public var resident: Bool
     public var source: String
+    /// A scheduled notification's thread (SPEC section 18): its app's
+    /// notifications of one thread are a group of their own.
+    public var threadID: String
 
     public static func == (a: NotificationEntry, b: NotificationEntry) -> Bool {
         a.id == b.id && a.appID == b.appID && a.appName == b.appName && a.appIcon == b.appIcon && a.summary == b.summary
             && a.body == b.body && a.actions.elementsEqual(b.actions, by: { $0 == $1 }) && a.urgency == b.urgency
             && a.category == b.category && a.time == b.time && a.isOpen == b.isOpen && a.imagePath == b.imagePath
-            && a.value == b.value && a.resident == b.resident && a.source == b.source
+            && a.value == b.value && a.resident == b.resident && a.source == b.source && a.threadID == b.threadID
     }
 
     /// The entry a notification's dictionary describes; nil without an id.
@@ -56,6 +59,7 @@ public struct NotificationEntry: Equatable, Sendable {
         value = values["value"]?.int64.flatMap(Int32.init(exactly:))
         resident = values["resident"]?.bool ?? false
         source = values["source"]?.string ?? ""
+        threadID = values["hints"].flatMap(VariantDictionary.init)?.dictionary["thread-id"]?.string ?? ""
     }
 
     /// The entries of a `ListNotifications` reply (`aa{sv}`), newest first.
@@ -111,16 +115,31 @@ public struct NotificationEntry: Equatable, Sendable {
         actions.first { $0.key == "inline-reply" }.map { $0.label.isEmpty ? "Reply" : $0.label }
     }
 
-    /// `entries` (newest first) grouped by app as the list shows them: the
-    /// app with the newest notification first, each group newest first.
-    public static func groups(_ entries: [NotificationEntry]) -> [(appID: String, entries: [NotificationEntry])] {
+    /// A group of the list: an app's notifications, or those of one of
+    /// its threads.
+    public struct Group: Sendable {
+        public var appID: String
+        public var threadID: String
+        public var entries: [NotificationEntry]
+        /// Tells the group from the others of the list.
+        public var key: String { threadID.isEmpty ? appID : appID + "\n" + threadID }
+    }
+
+    /// `entries` (newest first) grouped as the list shows them: by app, a
+    /// thread of an app's scheduled notifications as a group of its own;
+    /// the group with the newest notification first, each newest first.
+    public static func groups(_ entries: [NotificationEntry]) -> [Group] {
         var order: [String] = []
-        var byApp: [String: [NotificationEntry]] = [:]
+        var byKey: [String: Group] = [:]
         for entry in entries {
-            if byApp[entry.appID] == nil { order.append(entry.appID) }
-            byApp[entry.appID, default: []].append(entry)
+            let key = Group(appID: entry.appID, threadID: entry.threadID, entries: []).key
+            if byKey[key] == nil {
+                order.append(key)
+                byKey[key] = Group(appID: entry.appID, threadID: entry.threadID, entries: [])
+            }
+            byKey[key]?.entries.append(entry)
         }
-        return order.map { ($0, byApp[$0] ?? []) }
+        return order.compactMap { byKey[$0] }
     }
 
     public var plist: PlistValue {
@@ -133,6 +152,7 @@ public struct NotificationEntry: Equatable, Sendable {
         ]
         if let imagePath { d["image-path"] = .string(imagePath) }
         if let value { d["value"] = .integer(Int64(value)) }
+        if !threadID.isEmpty { d["thread-id"] = .string(threadID) }
         return .dictionary(d)
     }
 }
