@@ -29,12 +29,15 @@ public struct NotificationEntry: Equatable, Sendable {
     /// A scheduled notification's thread (SPEC section 18): its app's
     /// notifications of one thread are a group of their own.
     public var threadID: String
+    /// What the reply field says while empty, where the sender chose it.
+    public var replyPlaceholder: String
 
     public static func == (a: NotificationEntry, b: NotificationEntry) -> Bool {
         a.id == b.id && a.appID == b.appID && a.appName == b.appName && a.appIcon == b.appIcon && a.summary == b.summary
             && a.body == b.body && a.actions.elementsEqual(b.actions, by: { $0 == $1 }) && a.urgency == b.urgency
             && a.category == b.category && a.time == b.time && a.isOpen == b.isOpen && a.imagePath == b.imagePath
             && a.value == b.value && a.resident == b.resident && a.source == b.source && a.threadID == b.threadID
+            && a.replyPlaceholder == b.replyPlaceholder
     }
 
     /// The entry a notification's dictionary describes; nil without an id.
@@ -59,7 +62,9 @@ public struct NotificationEntry: Equatable, Sendable {
         value = values["value"]?.int64.flatMap(Int32.init(exactly:))
         resident = values["resident"]?.bool ?? false
         source = values["source"]?.string ?? ""
-        threadID = values["hints"].flatMap(VariantDictionary.init)?.dictionary["thread-id"]?.string ?? ""
+        let hints = values["hints"].flatMap(VariantDictionary.init)?.dictionary ?? [:]
+        threadID = hints["thread-id"]?.string ?? ""
+        replyPlaceholder = hints["placeholder"]?.string ?? ""
     }
 
     /// The entries of a `ListNotifications` reply (`aa{sv}`), newest first.
@@ -110,9 +115,12 @@ public struct NotificationEntry: Equatable, Sendable {
         actions.filter { $0.key != "default" && $0.key != "inline-reply" }
     }
 
-    /// The reply field's placeholder, where the notification takes a reply.
+    /// The reply field's placeholder, where the notification takes a
+    /// reply: the one its sender chose, else the action's label.
     public var replyLabel: String? {
-        actions.first { $0.key == "inline-reply" }.map { $0.label.isEmpty ? "Reply" : $0.label }
+        guard let action = actions.first(where: { $0.key == "inline-reply" }) else { return nil }
+        if !replyPlaceholder.isEmpty { return replyPlaceholder }
+        return action.label.isEmpty ? "Reply" : action.label
     }
 
     /// A group of the list: an app's notifications, or those of one of

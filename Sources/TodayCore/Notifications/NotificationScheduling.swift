@@ -167,6 +167,7 @@ extension NotificationService {
             summary: Self.cut(content.title, to: Self.longestSummary), body: NotificationMarkup.reduce(body), actions: actions, urgency: urgency,
             category: content.category, time: delivery.at, source: .todaykit)
         notification.appNotificationID = delivery.request.id
+        notification.appIcon = iconOf(appID) ?? ""
         notification.hints = VariantDictionary(hints)
         let banner: NotificationBook.BannerRule =
             switch content.interruptionLevel {

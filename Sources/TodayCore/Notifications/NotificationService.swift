@@ -39,6 +39,8 @@ final class NotificationService: Sendable {
     let scheduleTimer = Mutex<(any DueTimer)?>(nil)
     /// The app a caller's bundle belongs to: a widget's container app, else itself.
     let appOf: @Sendable (String) -> String
+    /// An installed app's icon file (its CFBundleIconFile), where it has one.
+    let iconOf: @Sendable (String) -> String?
     let freedesktop: ExportedInterface
     let gtk: ExportedInterface
     /// The Notifications interface of the manager object.
@@ -50,10 +52,12 @@ final class NotificationService: Sendable {
 
     init(
         connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, clock: ServiceClock,
-        timeZone: TimeZone = .current, appOf: @escaping @Sendable (String) -> String = { $0 }
+        timeZone: TimeZone = .current, appOf: @escaping @Sendable (String) -> String = { $0 },
+        iconOf: @escaping @Sendable (String) -> String? = { _ in nil }
     ) {
         self.connection = connection
         self.appOf = appOf
+        self.iconOf = iconOf
         self.identities = identities
         self.urls = urls
         self.log = log

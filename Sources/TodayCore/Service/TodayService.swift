@@ -48,6 +48,11 @@ public final class TodayService: Sendable {
                     // A widget notifies as its container app.
                     guard let id = BundleID(rawValue: bundle), let widget = try? widgets.widget(id) else { return bundle }
                     return widget.data.withLock { $0.manifest.containerBundleIdentifier.rawValue }
+                },
+                iconOf: { [widgets] app in
+                    // The app's icon, as its widgets' cards show it.
+                    let manifests = widgets.all.map { $0.data.withLock { $0.manifest } }
+                    return manifests.first { $0.containerBundleIdentifier.rawValue == app && !$0.iconPath.isEmpty }?.iconPath
                 })
             : nil
         center = Self.centerObject(
