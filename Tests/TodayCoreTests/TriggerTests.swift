@@ -16,7 +16,7 @@ import TodayProtocol
     /// Each case's next date as nextdates.py computes it.
     static func independent(_ cases: [(after: Date, zone: String, match: DateMatch)]) throws -> [Int64?] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("nextdates.py").path
-        let input = FileManager.default.temporaryDirectory.appendingPathComponent("nextdates-\(getpid()).jsonl")
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("nextdates-\(UUID().uuidString).jsonl")
         defer { try? FileManager.default.removeItem(at: input) }
         let lines = cases.map { item -> String in
             let match = item.match
