@@ -71,8 +71,9 @@ import TodayProtocol
         let setup = try Setup()
         defer { setup.remove() }
         var (daemon, client) = try await setup.start()
-        try await Self.remind(setup, client, departingIn: 67)
-        let due = Date().addingTimeInterval(7)
+        // Due in 15 s: time for a restart on a loaded machine.
+        try await Self.remind(setup, client, departingIn: 75)
+        let due = Date().addingTimeInterval(15)
 
         // The app (registered as its bundle) sees its request; the widget
         // scheduled it as the app's.
@@ -91,10 +92,10 @@ import TodayProtocol
         (daemon, client) = try await setup.start()
         defer { _ = daemon.stop(keepHome: true) }
         defer { client.close() }
-        #expect(try await Self.reminders(client).isEmpty, "not before its time")
-        #expect(try await eventually(15) { try await !Self.reminders(client).isEmpty })
+        if Date() < due.addingTimeInterval(-1) { #expect(try await Self.reminders(client).isEmpty, "not before its time") }
+        #expect(try await eventually(30) { try await !Self.reminders(client).isEmpty })
         let late = Date().timeIntervalSince(due)
-        #expect(late < 1.5, "delivered \(late) s after its time")
+        #expect(late < 2, "delivered \(late) s after its time")
         let reminder = try #require(try await Self.reminders(client).first)
         #expect(reminder["summary"]?.string == "Line 4 to Central" && reminder["source"]?.string == "todaykit")
         let actions = (reminder["actions"]?.elements ?? []).compactMap { action -> [String]? in
