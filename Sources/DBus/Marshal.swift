@@ -150,7 +150,10 @@ enum Marshal {
 
     // MARK: Reading
 
-    static func read(_ iterator: inout DBusMessageIter) throws -> Value {
+    /// The value at `iterator`. `known`: its type where the container's
+    /// signature already said it, so that an array's is not read and
+    /// parsed again for each element of an outer array.
+    static func read(_ iterator: inout DBusMessageIter, as known: DBusType? = nil) throws -> Value {
         let type = dbus_message_iter_get_arg_type(&iterator)
         var basic = DBusBasicValue()
         switch UnicodeScalar(UInt32(type)).map(Character.init) {
@@ -187,31 +190,31 @@ enum Marshal {
         case "r":
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iterator, &sub)
+            var fieldTypes: [DBusType] = []
+            if case .structure(let types) = known { fieldTypes = types }
             var fields: [Value] = []
             while dbus_message_iter_get_arg_type(&sub) != 0 {
-                fields.append(try read(&sub))
+                fields.append(try read(&sub, as: fieldTypes.indices.contains(fields.count) ? fieldTypes[fields.count] : nil))
                 dbus_message_iter_next(&sub)
             }
             return .structure(fields)
         case "a":
-            return try readArray(&iterator)
+            return try readArray(&iterator, as: known)
         default:
             throw DBusError.invalidArgs("unsupported type code \(type)")
         }
     }
 
-    private static func readArray(_ iterator: inout DBusMessageIter) throws -> Value {
-        guard let raw = dbus_message_iter_get_signature(&iterator) else {
-            throw DBusError(.noMemory, "out of memory reading a signature")
-        }
-        let signatureText = String(cString: raw)
-        dbus_free(raw)
-        guard let types = try? DBusType.parseList(signatureText), types.count == 1 else {
-            throw DBusError.invalidArgs("bad array signature \(signatureText)")
+    private static func readArray(_ iterator: inout DBusMessageIter, as known: DBusType?) throws -> Value {
+        let type: DBusType
+        switch known {
+        case .some(.array(let element)): type = .array(element)
+        case .some(.dictionary(let key, let value)): type = .dictionary(key: key, value: value)
+        default: type = try arrayType(at: &iterator)
         }
         var sub = DBusMessageIter()
         dbus_message_iter_recurse(&iterator, &sub)
-        switch types[0] {
+        switch type {
         case .array(.byte):
             var base: UnsafeMutableRawPointer?
             var count: Int32 = 0
@@ -221,7 +224,7 @@ enum Marshal {
         case .array(let element):
             var values: [Value] = []
             while dbus_message_iter_get_arg_type(&sub) != 0 {
-                values.append(try read(&sub))
+                values.append(try read(&sub, as: element))
                 dbus_message_iter_next(&sub)
             }
             return .array(element, values)
@@ -230,15 +233,28 @@ enum Marshal {
             while dbus_message_iter_get_arg_type(&sub) != 0 {
                 var pair = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &pair)
-                let key = try read(&pair)
+                let key = try read(&pair, as: keyType)
                 dbus_message_iter_next(&pair)
-                let value = try read(&pair)
+                let value = try read(&pair, as: valueType)
                 entries.append(DictionaryEntry(key, value))
                 dbus_message_iter_next(&sub)
             }
             return .dictionary(key: keyType, value: valueType, entries)
         default:
+            throw DBusError.invalidArgs("bad array signature \(type)")
+        }
+    }
+
+    /// The type of the array at `iterator`, from its signature.
+    private static func arrayType(at iterator: inout DBusMessageIter) throws -> DBusType {
+        guard let raw = dbus_message_iter_get_signature(&iterator) else {
+            throw DBusError(.noMemory, "out of memory reading a signature")
+        }
+        let signatureText = String(cString: raw)
+        dbus_free(raw)
+        guard let types = try? DBusType.parseList(signatureText), types.count == 1 else {
             throw DBusError.invalidArgs("bad array signature \(signatureText)")
         }
+        return types[0]
     }
 }

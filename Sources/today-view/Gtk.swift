@@ -43,14 +43,33 @@ private let releaseClosure: GClosureNotify = { data, _ in
 /// Connects `signal` of `object`, whose handler takes the instance and user
 /// data (clicked, activate, toggled…), to `body`.
 func connect(_ object: Widget, _ signal: String, _ body: @escaping () -> Void) {
+    connect(instance: raw(object), signal, body)
+}
+
+/// `connect` for any GObject (a frame clock, a display).
+func connect(instance: UnsafeMutableRawPointer, _ signal: String, _ body: @escaping () -> Void) {
     let data = Unmanaged.passRetained(Closure(body)).toOpaque()
     let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
         guard let data else { return }
         Unmanaged<Closure>.fromOpaque(data).takeUnretainedValue().body()
     }
     g_signal_connect_data(
-        raw(object), signal, unsafeBitCast(handler, to: GCallback.self), data, releaseClosure,
+        instance, signal, unsafeBitCast(handler, to: GCallback.self), data, releaseClosure,
         GConnectFlags(rawValue: 0))
+}
+
+/// Runs `body` once, after the next frame of `window` is painted (and
+/// sent to the display server), or not at all if it is not realized.
+func afterNextFrame(of window: Widget, _ body: @escaping () -> Void) {
+    guard let surface = gtk_widget_get_window(window), let clock = gdk_window_get_frame_clock(surface) else { return }
+    var done = false
+    connect(instance: UnsafeMutableRawPointer(clock), "after-paint") {
+        guard !done else { return }
+        done = true
+        gdk_display_sync(gdk_window_get_display(surface))
+        body()
+    }
+    gtk_widget_queue_draw(window)
 }
 
 /// Connects a signal whose handler takes the instance, one pointer and user
@@ -112,6 +131,22 @@ func onMainLoop(_ body: @escaping @Sendable () -> Void) {
             Unmanaged<Job>.fromOpaque(data).takeRetainedValue().body()
             return 0  // G_SOURCE_REMOVE
         }, data, nil)
+}
+
+/// Runs `body` whenever the main loop has nothing else to do (after
+/// drawing), for as long as it returns true.
+func whenIdle(_ body: @escaping () -> Bool) {
+    final class Repeat {
+        let body: () -> Bool
+        init(_ body: @escaping () -> Bool) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Repeat(body)).toOpaque()
+    g_idle_add_full(
+        G_PRIORITY_DEFAULT_IDLE,
+        { data in
+            guard let data else { return 0 }
+            return Unmanaged<Repeat>.fromOpaque(data).takeUnretainedValue().body() ? 1 : 0
+        }, data, { data in if let data { Unmanaged<Repeat>.fromOpaque(data).release() } })
 }
 
 /// Runs `body` every `seconds` on the main loop, for as long as it returns true.

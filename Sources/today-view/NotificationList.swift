@@ -121,6 +121,16 @@ final class NotificationList {
         redraw(now: now)
     }
 
+    /// Groups are made at once until they hold this many rows (a row is
+    /// some 140 pixels: four fill the window's first screen); the rest
+    /// follow when the main loop is idle, a few groups at a time, so that a
+    /// long list does not hold back the first picture.
+    static let firstRows = 4
+    static let groupsPerTurn = 4
+    /// Changes with each redraw: groups still to be made for an older
+    /// list are not.
+    private var redrawCount = 0
+
     private func redraw(now: Date) {
         for child in children(groupsBox) { gtk_widget_destroy(child) }
         gtk_widget_set_sensitive(clearAll, entries.isEmpty ? 0 : 1)
@@ -128,52 +138,70 @@ final class NotificationList {
             append(groupsBox, label("No notifications", classes: ["dim"]))
             return
         }
+        redrawCount &+= 1
+        let count = redrawCount
+        var groups = NotificationEntry.groups(entries)[...]
         let controls = controls
-        for thread in NotificationEntry.groups(entries) {
-            let (appID, group, key) = (thread.appID, thread.entries, thread.key)
-            let section = box(vertical: true, spacing: 4)
-            addClass(section, "notification-group")
-            let header = box(vertical: false, spacing: 6)
-            append(header, appIcon(group.first?.appIcon ?? ""))
-            let title = label(group.first?.appTitle ?? appID, classes: ["group-title"], wrap: false)
-            gtk_widget_set_hexpand(title, 1)
-            append(header, title)
-            if group.count > 1 { append(header, label("\(group.count)", classes: ["dim"], wrap: false)) }
-            // An app's group clears the app; a thread's, its own.
-            let ids = group.map(\.id)
-            let clear = button("Clear") { [self] in
-                if thread.threadID.isEmpty {
-                    call(Notifications.Center.dismissAll, appID)
-                } else {
-                    for id in ids { call(Notifications.Center.dismiss, id) }
-                }
-            }
-            addClass(clear, "flat")
-            setAccessibleLabel(clear, "Clear \(group.first?.appTitle ?? appID)")
-            append(header, clear)
-            append(section, header)
-
-            let list = shown(gtk_list_box_new()!)
-            gtk_list_box_set_selection_mode(cast(list), GTK_SELECTION_NONE)
-            connect(list, "row-activated", withArgument: { row in
-                guard let row else { return }
-                let id = notificationID(of: row.assumingMemoryBound(to: GtkWidget.self))
-                if id != 0 { controls.invoke(id, "default") }
-            })
-            let open = expanded.contains(key)
-            for entry in open ? group : Array(group.prefix(Self.collapsedCount)) {
-                gtk_list_box_insert(cast(list), notificationRow(entry, now: now, controls: controls, showApp: false), -1)
-            }
-            append(section, list)
-            if group.count > Self.collapsedCount {
-                let more = button(open ? "Show less" : "Show \(group.count - Self.collapsedCount) more") { [self] in
-                    if expanded.contains(key) { expanded.remove(key) } else { expanded.insert(key) }
-                    redraw(now: Date())
-                }
-                addClass(more, "flat")
-                append(section, more)
-            }
-            append(groupsBox, section)
+        var rows = 0
+        while rows < Self.firstRows, let group = groups.popFirst() {
+            append(groupsBox, section(group, now: now, controls: controls))
+            rows += expanded.contains(group.key) ? group.entries.count : min(group.entries.count, Self.collapsedCount)
         }
+        guard !groups.isEmpty else { return }
+        whenIdle { [self] in
+            guard count == redrawCount else { return false }
+            for group in groups.prefix(Self.groupsPerTurn) { append(groupsBox, section(group, now: now, controls: controls)) }
+            groups = groups.dropFirst(Self.groupsPerTurn)
+            return !groups.isEmpty
+        }
+    }
+
+    /// One group: its header (icon, app, count, Clear), its notifications
+    /// (the first three until it is opened) and the button that opens it.
+    private func section(_ thread: NotificationEntry.Group, now: Date, controls: NotificationControls) -> Widget {
+        let (appID, group, key) = (thread.appID, thread.entries, thread.key)
+        let section = box(vertical: true, spacing: 4)
+        addClass(section, "notification-group")
+        let header = box(vertical: false, spacing: 6)
+        append(header, appIcon(group.first?.appIcon ?? ""))
+        let title = label(group.first?.appTitle ?? appID, classes: ["group-title"], wrap: false)
+        gtk_widget_set_hexpand(title, 1)
+        append(header, title)
+        if group.count > 1 { append(header, label("\(group.count)", classes: ["dim"], wrap: false)) }
+        // An app's group clears the app; a thread's, its own.
+        let ids = group.map(\.id)
+        let clear = button("Clear") { [self] in
+            if thread.threadID.isEmpty {
+                call(Notifications.Center.dismissAll, appID)
+            } else {
+                for id in ids { call(Notifications.Center.dismiss, id) }
+            }
+        }
+        addClass(clear, "flat")
+        setAccessibleLabel(clear, "Clear \(group.first?.appTitle ?? appID)")
+        append(header, clear)
+        append(section, header)
+
+        let list = shown(gtk_list_box_new()!)
+        gtk_list_box_set_selection_mode(cast(list), GTK_SELECTION_NONE)
+        connect(list, "row-activated", withArgument: { row in
+            guard let row else { return }
+            let id = notificationID(of: row.assumingMemoryBound(to: GtkWidget.self))
+            if id != 0 { controls.invoke(id, "default") }
+        })
+        let open = expanded.contains(key)
+        for entry in open ? group : Array(group.prefix(Self.collapsedCount)) {
+            gtk_list_box_insert(cast(list), notificationRow(entry, now: now, controls: controls, showApp: false), -1)
+        }
+        append(section, list)
+        if group.count > Self.collapsedCount {
+            let more = button(open ? "Show less" : "Show \(group.count - Self.collapsedCount) more") { [self] in
+                if expanded.contains(key) { expanded.remove(key) } else { expanded.insert(key) }
+                redraw(now: Date())
+            }
+            addClass(more, "flat")
+            append(section, more)
+        }
+        return section
     }
 }

@@ -24,6 +24,10 @@ final class TodayView {
     let presses: [String]
     /// A window even where the compositor could show a panel.
     let windowed: Bool
+    /// Exit once the first frame showing what todayd answered is on
+    /// screen (for benchmarks: the moment a user sees the view).
+    let firstFrame: Bool
+    private var firstFrameAwaited = false
     var finished = false
     var status: Int32 = 0
 
@@ -64,9 +68,10 @@ final class TodayView {
 
     init(
         connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0, style: Style = .system,
-        presses: [String] = [], windowed: Bool = false
+        presses: [String] = [], windowed: Bool = false, firstFrame: Bool = false
     ) {
         self.windowed = windowed
+        self.firstFrame = firstFrame
         self.presses = presses
         self.delay = delay
         self.style = style
@@ -114,7 +119,7 @@ final class TodayView {
         gtk_window_set_title(cast(window), "Today")
         gtk_window_set_default_size(cast(window), pane ? 360 : 520, pane ? 900 : 640)
         connect(window, "destroy") { [self] in finished = true }
-        if screenshot == nil, !windowed, gtk_layer_is_supported() != 0 {
+        if screenshot == nil, !firstFrame, !windowed, gtk_layer_is_supported() != 0 {
             // A notification center's panel: along the right edge, over
             // other windows, the keyboard when clicked into.
             isPanel = true
@@ -175,6 +180,14 @@ final class TodayView {
             let now = Date()
             for (label, card) in updatedLabels { gtk_label_set_text(cast(label), card.updated(at: now)) }
             return !finished
+        }
+        if firstFrame {
+            every(seconds: 4) { [self] in
+                FileSystem.writeAll(2, "today-view: todayd did not answer within 4 s\n")
+                status = 1
+                finished = true
+                return false
+            }
         }
         if screenshot != nil {
             // todayd may never answer: the picture is taken anyway after a while.
@@ -346,6 +359,12 @@ final class TodayView {
             }
         }
         pressAsked()
+        if firstFrame, !firstFrameAwaited, let window {
+            // The cards and the notifications were just put in: the next
+            // frame shows them.
+            firstFrameAwaited = true
+            afterNextFrame(of: window) { [self] in finished = true }
+        }
         if screenshot != nil, !shotTaken, delay == 0, !shotScheduled {
             // Once the window is on screen and laid out, the picture.
             shotScheduled = true

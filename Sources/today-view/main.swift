@@ -5,6 +5,7 @@
 //   today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
 //   today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe]
 //              [--press ACTION]... [--address ADDR]
+//   today-view --first-frame [--address ADDR]
 //   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
 //
 // One view runs per session: a second one brings the first forward, and
@@ -15,6 +16,8 @@
 // preference (the settings portal), live.
 // --screenshot renders the window once through GTK's snapshot into a PNG
 // and exits; --describe then prints every text the window shows.
+// --first-frame exits once the first frame showing todayd's answer is on
+// screen: what `scripts/bench-center` times.
 // --press presses a card's button or toggle of that action id, as a click
 // would, once the window shows it.
 import CGtk
@@ -29,6 +32,7 @@ var stay = false
 var toggle = false
 var replies: [String] = []
 var windowed = false
+var firstFrame = false
 var screenshot: String?
 var describe = false
 var delay: UInt32 = 0
@@ -48,6 +52,7 @@ while let argument = arguments.next() {
         }
         replies.append(text)
     case "--window": windowed = true
+    case "--first-frame": firstFrame = true
     case "--stay": stay = true
     case "--screenshot": screenshot = arguments.next()
     case "--describe": describe = true
@@ -71,6 +76,7 @@ while let argument = arguments.next() {
             """
             usage: today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
                    today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe] [--press ACTION]... [--address ADDR]
+                   today-view --first-frame [--address ADDR]
                    today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
 
             """)
@@ -93,8 +99,8 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
 
 let view = TodayView(
     connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses,
-    windowed: windowed)
-if screenshot == nil, !banners {
+    windowed: windowed, firstFrame: firstFrame)
+if screenshot == nil, !firstFrame, !banners {
     let claim = ViewInstance.claim(
         connection, toggling: toggle,
         toggled: { onMainLoop { MainActor.assumeIsolated { view.toggle() } } },

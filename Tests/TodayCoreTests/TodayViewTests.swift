@@ -469,6 +469,30 @@ import TodayProtocol
         #expect(focus.contains("focus GtkButton: Sure") && focus.contains("focus GtkEntry: ") && focus.contains("focus GtkButton: Show 2 more"), "\(focus)")
     }
 
+    /// A long list: the first groups are made at once, the rest while the
+    /// main loop is idle; the picture has every group in order, and the
+    /// first frame (`--first-frame`, what the benchmark times) comes.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func aLongListIsMadeWhileTheViewIsOpen() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let apps = (1...9).map { "App \($0)" }
+        for app in apps {
+            _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "From \(app)", "--app", app, "--timeout", "0"])
+        }
+        let shown = try await Self.render(daemon.address)
+        #expect(shown.status == 0, "\(shown.errors)")
+        #expect(shown.texts.filter { $0.hasPrefix("App ") } == apps.reversed(), "\(shown.texts)")
+        #expect(shown.texts.filter { $0.hasPrefix("From App ") }.count == apps.count, "\(shown.texts)")
+
+        let first = try await run(["env", "NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--first-frame"])
+        #expect(first.status == 0, "\(first)")
+    }
+
     /// One view per session: `today-view --toggle` hides the running view
     /// and shows it again; it needs no display of its own.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
