@@ -35,16 +35,17 @@ public enum Today {
 
     /// The interfaces todayd serves and the one providers serve, in the
     /// order of SPEC section 2.
-    public static let interfaces = [center, widget, group, provider, Notifications.today]
+    public static let interfaces = [center, widget, instance, group, provider, Notifications.today]
 
     public static let center = Interface(
         InterfaceName("io.github.todayd.Today1.Center"),
         methods: [
             Center.listWidgets, Center.setHasContent, Center.performUpdate, Center.updateAll, Center.openURL,
             Center.resolveURL, Center.containerPathForGroup, Center.groupObject, Center.registerApp, Center.reload,
-            Center.reloadTimelines, Center.reloadAllTimelines,
+            Center.reloadTimelines, Center.reloadAllTimelines, Center.addWidget, Center.removeWidget, Center.setLayout,
+            Center.getCurrentConfigurations,
         ],
-        properties: [Center.version, Center.bundleDirectories, Center.notificationServer],
+        properties: [Center.version, Center.bundleDirectories, Center.notificationServer, Center.layout],
         doc: "io.github.todayd.Today1.Center: the manager object's interface.")
 
     /// The members of `center`.
@@ -86,6 +87,22 @@ public enum Today {
         public static let reloadAllTimelines = MethodDeclaration(
             MemberName("ReloadAllTimelines"),
             doc: "WidgetCenter.reloadAllTimelines(): updates every widget of the caller's container app.")
+        public static let addWidget = MethodDeclaration(
+            MemberName("AddWidget"), in: ("kind", BundleID.self), ("configuration", VariantDictionary.self), ("family", String.self),
+            ("position", Int32.self), out: [Argument("instance", "o")],
+            doc: """
+                Places a new instance of the widget kind at position in Layout (-1: at the end), with its configuration
+                (checked against the kind's TodayParameters) and family ("": the kind's first).
+                """)
+        public static let removeWidget = MethodDeclaration(
+            MemberName("RemoveWidget"), in: ("instance", ObjectPath.self),
+            doc: "Takes an instance out of the layout: an added one is gone, a kind's own object stays but is not shown.")
+        public static let setLayout = MethodDeclaration(
+            MemberName("SetLayout"), in: ("layout", ObjectPathList.self),
+            doc: "The user's order: a permutation of Layout, InvalidArgs otherwise. Stored in $XDG_CONFIG_HOME/todayd/layout.plist.")
+        public static let getCurrentConfigurations = MethodDeclaration(
+            MemberName("GetCurrentConfigurations"), in: ("kind", BundleID.self), out: [Argument("instances", "a(osa{sv})")],
+            doc: "WidgetCenter.currentConfigurations: the placed instances of the kind. Caller: the widget or its container app.")
 
         public static let version = Property("Version", "s", changeSignal: .const, doc: "todayd's version.")
         public static let bundleDirectories = Property(
@@ -93,6 +110,28 @@ public enum Today {
         public static let notificationServer = Property(
             "NotificationServer", "s",
             doc: "serving, off, or 'queued OWNER (PROGRAM)' while another server has org.freedesktop.Notifications.")
+        public static let layout = Property(
+            "Layout", "ao",
+            doc: """
+                What the Today view shows, in order: instances with content. Every kind with content in ListWidgets order
+                until the user changes it; then the user's order, a new kind at the end.
+                """)
+    }
+
+    public static let instance = Interface(
+        InterfaceName("io.github.todayd.Today1.Instance"),
+        methods: [Instance.configure],
+        properties: [Instance.kind, Instance.configuration, Instance.family],
+        doc: "io.github.todayd.Today1.Instance: on each added widget instance, beside its Widget interface.")
+
+    /// The members of `instance`.
+    public enum Instance {
+        public static let configure = MethodDeclaration(
+            MemberName("Configure"), in: ("configuration", VariantDictionary.self), ("family", String.self),
+            doc: "Checks every value against the kind's parameters (InvalidArgs names the one at fault) and updates the instance at once.")
+        public static let kind = Property("Kind", "o", changeSignal: .const, doc: "The kind's own object.")
+        public static let configuration = Property("Configuration", "a{sv}", doc: "The values the user chose; a parameter left out is at its default.")
+        public static let family = Property("Family", "s", doc: "small, medium or large.")
     }
 
     public static let widget = Interface(

@@ -27,11 +27,11 @@ import TodayProtocol
             made += 1
             return made
         }
-        guard case .start(let first) = lifecycle.request(.update, record: WidgetRecord(), widget: BundleID("w"), now: Self.now, make: make) else {
+        guard case .start(let first) = lifecycle.request(.update, record: WidgetRecord(), widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: make) else {
             Issue.record("the first update should start")
             return
         }
-        guard case .join(let joined) = lifecycle.request(.update, record: WidgetRecord(), widget: BundleID("w"), now: Self.now, make: make) else {
+        guard case .join(let joined) = lifecycle.request(.update, record: WidgetRecord(), widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: make) else {
             Issue.record("the second update should join the first")
             return
         }
@@ -39,13 +39,13 @@ import TodayProtocol
         #expect(lifecycle.isUpdating)
         // An action is another kind: it starts a run of its own.
         let press = ProviderAction(id: "flip", state: true)
-        guard case .start(let action) = lifecycle.request(.action(press), record: WidgetRecord(), widget: BundleID("w"), now: Self.now, make: make) else {
+        guard case .start(let action) = lifecycle.request(.action(press), record: WidgetRecord(), widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: make) else {
             Issue.record("an action should start while an update is under way")
             return
         }
         #expect(action != first)
         // The same action asking for the other state is another run too.
-        let other = lifecycle.request(.action(ProviderAction(id: "flip", state: false)), record: WidgetRecord(), widget: BundleID("w"), now: Self.now, make: make)
+        let other = lifecycle.request(.action(ProviderAction(id: "flip", state: false)), record: WidgetRecord(), widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: make)
         guard case .start = other else {
             Issue.record("a toggle asking for the other state should start its own run")
             return
@@ -53,7 +53,7 @@ import TodayProtocol
         #expect(made == 3)
         lifecycle.finish(.update)
         #expect(!lifecycle.isUpdating)
-        guard case .start(let next) = lifecycle.request(.update, record: WidgetRecord(), widget: BundleID("w"), now: Self.now, make: make) else {
+        guard case .start(let next) = lifecycle.request(.update, record: WidgetRecord(), widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: make) else {
             Issue.record("an update after the last ended should start anew")
             return
         }
@@ -67,7 +67,7 @@ import TodayProtocol
         let delay = Schedule.requestDelay(failures: failures)
         #expect(delay > 1)
         let recent = Self.failing(failures, secondsAgo: delay / 2)
-        guard case .refuse(let error) = lifecycle.request(.update, record: recent, widget: BundleID("org.example.W"), now: Self.now, make: { 1 }) else {
+        guard case .refuse(let error) = lifecycle.request(.update, record: recent, widget: WidgetInstanceID(kind: BundleID("org.example.W")), now: Self.now, make: { 1 }) else {
             Issue.record("a request inside the back-off should be refused")
             return
         }
@@ -75,24 +75,24 @@ import TodayProtocol
         #expect(error.description.contains("'org.example.W' failed \(failures) times in a row (last: exit 1)"))
         #expect(lifecycle.runs.isEmpty)
         // Actions are refused the same way.
-        guard case .refuse = lifecycle.request(.action(ProviderAction(id: "a")), record: recent, widget: BundleID("w"), now: Self.now, make: { 1 }) else {
+        guard case .refuse = lifecycle.request(.action(ProviderAction(id: "a")), record: recent, widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: { 1 }) else {
             Issue.record("an action inside the back-off should be refused")
             return
         }
         // Scheduled updates are spaced by the schedule, not refused.
-        guard case .start = lifecycle.request(.update, scheduled: true, record: recent, widget: BundleID("w"), now: Self.now, make: { 2 }) else {
+        guard case .start = lifecycle.request(.update, scheduled: true, record: recent, widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: { 2 }) else {
             Issue.record("a scheduled update should start inside the back-off")
             return
         }
         // Once the back-off has passed, a request runs again.
         var later = Lifecycle()
-        guard case .start = later.request(.update, record: Self.failing(failures, secondsAgo: delay + 1), widget: BundleID("w"), now: Self.now, make: { 3 }) else {
+        guard case .start = later.request(.update, record: Self.failing(failures, secondsAgo: delay + 1), widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: { 3 }) else {
             Issue.record("a request after the back-off should start")
             return
         }
         // Failures below the threshold never refuse.
         var few = Lifecycle()
-        guard case .start = few.request(.update, record: Self.failing(1, secondsAgo: 0), widget: BundleID("w"), now: Self.now, make: { 4 }) else {
+        guard case .start = few.request(.update, record: Self.failing(1, secondsAgo: 0), widget: WidgetInstanceID(kind: BundleID("w")), now: Self.now, make: { 4 }) else {
             Issue.record("a provider that failed once should run on request")
             return
         }

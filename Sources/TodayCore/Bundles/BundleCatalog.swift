@@ -49,6 +49,10 @@ public struct WidgetManifest: Sendable, Equatable {
 
     /// Every localization of the display name, by language tag.
     public var localizedDisplayNames: [String: String] = [:]
+    /// TodayParameters: what each instance can be configured with (SPEC section 16).
+    public var parameters: [WidgetParameter] = []
+    /// TodaySupportedFamilies, the first the default.
+    public var families: [WidgetFamily] = [.medium]
 
     /// The container app's folder (the `.app` that holds `path`).
     public var appPath: String { PathText.parent(of: PathText.parent(of: path)) }
@@ -238,6 +242,8 @@ public struct BundleCatalog: Sendable {
                 throw BundleProblem(file: path, key: prefix + "TodayProviderBusName", message: "'\(busName)' is not a well-known D-Bus name such as org.example.App.Provider")
             }
             let timeline = try boolean(attributes, "TodayTimeline", in: path, prefix: prefix) ?? false
+            let parameters = try parameters(attributes, in: path, prefix: prefix)
+            let families = try families(attributes, in: path, prefix: prefix)
             let baseName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id.rawValue
             let localizedNames = try Localization.displayNames(of: appex)
             let displayName = Localization.choose(localizedNames, for: languages) ?? baseName
@@ -247,7 +253,7 @@ public struct BundleCatalog: Sendable {
                     preferredHeight: height, marginInsets: insets, updateInterval: UInt32(interval), groups: groups, path: appex,
                     executable: providerExecutable, updateTimeout: UInt32(timeout), memoryLimit: UInt64(memory),
                     providerBusName: busName, timeline: timeline, networkClient: entitlements.networkClient,
-                    localizedDisplayNames: localizedNames))
+                    localizedDisplayNames: localizedNames, parameters: parameters, families: families))
         }
         let app = AppManifest(
             bundleIdentifier: appID, path: app, displayName: appName, executable: appExecutable, urlSchemes: schemes,

@@ -232,3 +232,82 @@ extension BundleCatalog {
         return Entitlements(groups: groups, networkClient: networkClient)
     }
 }
+
+/// SPEC section 16's manifest keys: `TodayParameters` and
+/// `TodaySupportedFamilies`, each problem named by its exact key
+/// (`NSExtension.NSExtensionAttributes.TodayParameters.1.type`).
+extension BundleCatalog {
+    static func parameters(_ attributes: PlistDictionary, in file: String, prefix: String) throws -> [WidgetParameter] {
+        guard let list = attributes["TodayParameters"] else { return [] }
+        let key = prefix + "TodayParameters"
+        guard let items = list.array else {
+            throw BundleProblem(file: file, key: key, message: "must be an <array> of <dict>, one per parameter, not <\(list.typeName)>")
+        }
+        var parameters: [WidgetParameter] = []
+        for (index, item) in items.enumerated() {
+            let itemPrefix = "\(key).\(index)."
+            guard let entry = item.dictionary else {
+                throw BundleProblem(file: file, key: "\(key).\(index)", message: "must be a <dict> with key, title and type, not <\(item.typeName)>")
+            }
+            guard let name = try string(entry, "key", in: file, prefix: itemPrefix), !name.isEmpty else {
+                throw BundleProblem(file: file, key: itemPrefix + "key", message: "missing; each parameter needs a <string> key")
+            }
+            guard !parameters.contains(where: { $0.key == name }) else {
+                throw BundleProblem(file: file, key: itemPrefix + "key", message: "'\(name)' is given twice; keys must differ")
+            }
+            let title = try string(entry, "title", in: file, prefix: itemPrefix) ?? name
+            guard let typeName = try string(entry, "type", in: file, prefix: itemPrefix) else {
+                throw BundleProblem(file: file, key: itemPrefix + "type", message: "missing; one of string, integer, boolean, choice")
+            }
+            guard let type = WidgetParameter.Kind(rawValue: typeName) else {
+                throw BundleProblem(file: file, key: itemPrefix + "type", message: "'\(typeName)' is not one of string, integer, boolean, choice")
+            }
+            let dynamic = try boolean(entry, "dynamic", in: file, prefix: itemPrefix) ?? false
+            guard !dynamic || type == .choice else {
+                throw BundleProblem(file: file, key: itemPrefix + "dynamic", message: "only a choice can be dynamic")
+            }
+            var choices: [WidgetParameter.Choice] = []
+            if let given = entry["choices"] {
+                guard type == .choice, let list = given.array else {
+                    throw BundleProblem(
+                        file: file, key: itemPrefix + "choices", message: type == .choice ? "must be an <array> of <dict>" : "only a choice has choices")
+                }
+                for (number, choice) in list.enumerated() {
+                    let choicePrefix = "\(itemPrefix)choices.\(number)."
+                    guard let fields = choice.dictionary, let value = try string(fields, "value", in: file, prefix: choicePrefix) else {
+                        throw BundleProblem(file: file, key: choicePrefix + "value", message: "each choice needs a <string> value")
+                    }
+                    choices.append(.init(value: value, title: try string(fields, "title", in: file, prefix: choicePrefix) ?? value))
+                }
+            }
+            guard type != .choice || dynamic || !choices.isEmpty else {
+                throw BundleProblem(file: file, key: itemPrefix + "choices", message: "missing; a choice that is not dynamic lists its choices")
+            }
+            var parameter = WidgetParameter(key: name, title: title, type: type, choices: choices, dynamic: dynamic)
+            if let value = entry["default"] {
+                if let problem = parameter.problem(with: value) {
+                    throw BundleProblem(file: file, key: itemPrefix + "default", message: problem)
+                }
+                parameter.defaultValue = value
+            }
+            parameters.append(parameter)
+        }
+        return parameters
+    }
+
+    static func families(_ attributes: PlistDictionary, in file: String, prefix: String) throws -> [WidgetFamily] {
+        guard let given = attributes["TodaySupportedFamilies"] else { return [.medium] }
+        let key = prefix + "TodaySupportedFamilies"
+        guard let items = given.array, !items.isEmpty else {
+            throw BundleProblem(file: file, key: key, message: "must be a non-empty <array> of small, medium, large")
+        }
+        var families: [WidgetFamily] = []
+        for (index, item) in items.enumerated() {
+            guard let family = item.string.flatMap(WidgetFamily.init(rawValue:)) else {
+                throw BundleProblem(file: file, key: "\(key).\(index)", message: "'\(item.string ?? item.typeName)' is not small, medium or large")
+            }
+            if !families.contains(family) { families.append(family) }
+        }
+        return families
+    }
+}

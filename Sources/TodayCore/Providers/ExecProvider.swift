@@ -131,7 +131,8 @@ public final class ExecProvider: Sendable {
 
     public init(
         widgetID: String, executable: String, container: String, groupContainers: [(String, String)],
-        busAddress: String?, environment: [String: String], limits: ProviderLimits, sandbox: SandboxPlan? = nil
+        busAddress: String?, environment: [String: String], limits: ProviderLimits, sandbox: SandboxPlan? = nil,
+        instanceVariables: [(String, String)] = []
     ) {
         self.widgetID = widgetID
         self.executable = executable
@@ -146,7 +147,7 @@ public final class ExecProvider: Sendable {
         var own = [
             ("TODAY_WIDGET_ID", widgetID), ("TODAY_CONTAINER", container),
             ("TODAY_GROUP_CONTAINERS", groupContainers.map { "\($0.0)=\($0.1)" }.joined(separator: ":")),
-        ]
+        ] + instanceVariables
         if let busAddress { own.append(("DBUS_SESSION_BUS_ADDRESS", busAddress)) }
         if sandbox != nil { own.append(("HOME", container)) }
         let ownVariables = own.map { (name: $0.0, value: $0.1) }

@@ -32,7 +32,7 @@ public enum ProviderRun {
     /// limits.
     public static func execProvider(
         _ manifest: WidgetManifest, directories: Directories, environment: [String: String], busAddress: String?,
-        confinement: Confinement = .none
+        confinement: Confinement = .none, instance: ProviderInstance? = nil
     ) -> Result<ExecProvider, Problem> {
         guard let declared = manifest.executable else {
             return .failure(Problem(description: "the manifest names no CFBundleExecutable and no TodayProviderBusName"))
@@ -61,7 +61,8 @@ public enum ProviderRun {
         return .success(
             ExecProvider(
                 widgetID: manifest.bundleIdentifier.rawValue, executable: executable, container: container, groupContainers: groups,
-                busAddress: busAddress, environment: environment, limits: limits, sandbox: sandbox))
+                busAddress: busAddress, environment: environment, limits: limits, sandbox: sandbox,
+                instanceVariables: (instance ?? ProviderInstance(defaultOf: manifest)).variables))
     }
 
     /// A word as a shell would need it written, for people to read.
@@ -78,7 +79,7 @@ public enum ProviderRun {
         _ manifest: WidgetManifest, directories: Directories, environment: [String: String], confinement: Confinement = .none,
         verbose: Bool = false, log: @escaping @Sendable (String) -> Void
     ) async -> ProviderOutcome {
-        let previous = WidgetStore(directories: directories).snapshot(manifest.bundleIdentifier, problem: log)
+        let previous = WidgetStore(directories: directories).snapshot(WidgetInstanceID(kind: manifest.bundleIdentifier), problem: log)
         let address = environment["DBUS_SESSION_BUS_ADDRESS"]
         if let name = manifest.providerBusName {
             guard let address, let connection = try? Connection(address: address) else {
@@ -98,5 +99,36 @@ public enum ProviderRun {
             for (_, path) in provider.groupContainers { try? DurableFile.makeFolder(path) }
             return await provider.run(previous: previous, running: RunningProviders(), log: log)
         }
+    }
+}
+
+/// Which instance a provider run serves (SPEC section 16), as an exec
+/// provider learns it: TODAY_INSTANCE (empty for the kind's default
+/// instance), TODAY_CONFIGURATION (a JSON object, every parameter with its
+/// value or default), TODAY_FAMILY.
+public struct ProviderInstance: Sendable, Equatable {
+    public var id: WidgetInstanceID
+    public var configuration: PlistDictionary
+    public var family: WidgetFamily
+
+    public init(id: WidgetInstanceID, configuration: PlistDictionary, family: WidgetFamily) {
+        self.id = id
+        self.configuration = configuration
+        self.family = family
+    }
+
+    /// The kind's default instance: its defaults, its first family.
+    public init(defaultOf manifest: WidgetManifest) {
+        self.init(
+            id: WidgetInstanceID(kind: manifest.bundleIdentifier), configuration: WidgetConfiguration.complete([:], with: manifest.parameters),
+            family: manifest.families.first ?? .medium)
+    }
+
+    var variables: [(String, String)] {
+        [
+            ("TODAY_INSTANCE", id.environmentValue),
+            ("TODAY_CONFIGURATION", Plist.displayJSON(.dictionary(configuration), compact: true)),
+            ("TODAY_FAMILY", family.rawValue),
+        ]
     }
 }

@@ -15,6 +15,7 @@ extension TodayService {
             properties: [
                 Center.version.name: .string(Today.version), Center.bundleDirectories.name: .strings(bundleFolders),
                 Center.notificationServer.name: .string(notificationServer),
+                Center.layout.name: .objectPaths(widgets.layout.map(\.path)),
             ],
             bindings: [
                 Center.listWidgets.immediate { _ in
@@ -25,11 +26,11 @@ extension TodayService {
                     return []
                 },
                 Center.performUpdate.deferred { call, answer, widget in
-                    try widgets.answerUpdate(widget, call, answer)
+                    try widgets.answerUpdate(WidgetInstanceID(kind: widget), call, answer)
                 },
                 Center.updateAll.task { call in
                     let results = try await widgets.limitingCalls(of: call.sender) { await widgets.updateAll() }
-                    return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0.rawValue), .string($0.1.rawValue)) })]
+                    return [.dictionary(key: .string, value: .string, results.map { DictionaryEntry(.string($0.0.description), .string($0.1.rawValue)) })]
                 },
                 Center.openURL.task { call, url, options in
                     [.string(try await urls.open(url, platformData: options, from: call))]
@@ -65,6 +66,23 @@ extension TodayService {
                 Center.reloadAllTimelines.task { call in
                     try await widgets.reloadAllTimelines(call)
                     return []
+                },
+                Center.addWidget.task { call, kind, configuration, family, position in
+                    try await widgets.checkLayoutCaller(call, for: "AddWidget")
+                    return [.objectPath(try widgets.addWidget(kind, configuration: configuration, family: family, position: position))]
+                },
+                Center.removeWidget.task { call, instance in
+                    try await widgets.checkLayoutCaller(call, for: "RemoveWidget")
+                    try widgets.removeWidget(instance)
+                    return []
+                },
+                Center.setLayout.task { call, layout in
+                    try await widgets.checkLayoutCaller(call, for: "SetLayout")
+                    try widgets.setLayout(layout.paths)
+                    return []
+                },
+                Center.getCurrentConfigurations.task { call, kind in
+                    [try await widgets.currentConfigurations(call, kind: kind)]
                 },
             ])
     }

@@ -58,6 +58,9 @@ public final class TodayService: Sendable {
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,
             log: log, notificationServer: serveNotifications ? "queued" : "off")
+        widgets.layoutObserver.withLock { [center] observer in
+            observer = { paths in center.set(Today.Center.layout.name, .objectPaths(paths)) }
+        }
         connection.objects.setGate(
             identities.gate(on: connection, fireAndForget: serveNotifications ? [Notifications.freedesktopPath, Notifications.gtkPath] : []))
         connection.objects.addObjectManager(at: Today.managerPath)

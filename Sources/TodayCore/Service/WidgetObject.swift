@@ -5,7 +5,7 @@ import TodayProtocol
 extension WidgetService {
     /// The object of widget `id` (SPEC section 4's Widget interface), its
     /// methods bound to this service; `properties` are its first values.
-    func widgetObject(_ id: BundleID, properties: [String: Value]) -> ExportedInterface {
+    func widgetObject(_ id: WidgetInstanceID, properties: [String: Value]) -> ExportedInterface {
         typealias Members = Today.Widget
         let gone = DBusError.failed("todayd is shutting down")
         return ExportedInterface(

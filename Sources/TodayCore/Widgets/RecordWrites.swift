@@ -16,7 +16,7 @@ final class RecordWriter: Sendable {
 
     private struct State {
         /// Widgets whose record changed since it was last written.
-        var unsaved: [BundleID: WidgetService.Widget] = [:]
+        var unsaved: [WidgetInstanceID: WidgetService.Widget] = [:]
         var flush: Task<Void, Never>?
     }
 
@@ -31,7 +31,7 @@ final class RecordWriter: Sendable {
     func save(_ widget: WidgetService.Widget) {
         widget.recordWriter.withLock { _ in
             let record = widget.data.withLock { $0.record }
-            beforeWrite.withLock { $0 }?(widget.id.rawValue)
+            beforeWrite.withLock { $0 }?(widget.id.description)
             do {
                 try store.save(record, for: widget.id)
             } catch {

@@ -42,7 +42,7 @@ struct UpdateLifecycle<Run: Sendable>: Sendable {
     /// provider that keeps failing waits out its back-off are refused.
     /// `make` is called only when a run starts.
     mutating func request(
-        _ kind: Kind, scheduled: Bool = false, record: WidgetRecord, widget id: BundleID, now: Date, make: () -> Run
+        _ kind: Kind, scheduled: Bool = false, record: WidgetRecord, widget id: WidgetInstanceID, now: Date, make: () -> Run
     ) -> Admission {
         if let run = runs[kind] { return .join(run) }
         if !scheduled, let refusal = Self.backOff(record, widget: id, now: now) { return .refuse(refusal) }
@@ -58,7 +58,7 @@ struct UpdateLifecycle<Run: Sendable>: Sendable {
 
     /// Error.ProviderFailed while a provider that keeps failing waits out
     /// its back-off (`Schedule.requestDelay`), or nil.
-    static func backOff(_ record: WidgetRecord, widget id: BundleID, now: Date) -> TodayError? {
+    static func backOff(_ record: WidgetRecord, widget id: WidgetInstanceID, now: Date) -> TodayError? {
         let failures = record.schedule.consecutiveFailures
         let delay = Schedule.requestDelay(failures: failures)
         guard delay > 0 else { return nil }

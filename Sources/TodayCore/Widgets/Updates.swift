@@ -11,7 +11,7 @@ extension WidgetService {
     /// PerformUpdate from the bus: started on the connection's loop thread
     /// and answered by whichever thread finishes the update (a provider's,
     /// usually), with no task in between.
-    func answerUpdate(_ id: BundleID, _ call: MethodCall, _ answer: PendingAnswer) throws {
+    func answerUpdate(_ id: WidgetInstanceID, _ call: MethodCall, _ answer: PendingAnswer) throws {
         let sender = call.sender
         try admit(sender)
         performUpdate(id) { [self] result in
@@ -26,7 +26,7 @@ extension WidgetService {
     /// A provider that keeps failing is not started again on request until
     /// its back-off (`Schedule.requestDelay`) has passed: such a call is
     /// answered with Error.ProviderFailed at once.
-    public func performUpdate(_ id: BundleID, scheduled: Bool = false) async throws -> UpdateResult {
+    public func performUpdate(_ id: WidgetInstanceID, scheduled: Bool = false) async throws -> UpdateResult {
         try await withCheckedThrowingContinuation { continuation in
             performUpdate(id, scheduled: scheduled) { continuation.resume(with: $0) }
         }
@@ -35,7 +35,7 @@ extension WidgetService {
     /// `performUpdate` for callers that wait without a task: `done` gets
     /// the result once the outcome is stored and announced, on the thread
     /// that finished the run.
-    func performUpdate(_ id: BundleID, scheduled: Bool = false, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
+    func performUpdate(_ id: WidgetInstanceID, scheduled: Bool = false, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
         guard let widget = widget(id, else: done) else { return }
         let now = self.now()
         let admission = widget.data.withLock { data in
@@ -57,14 +57,14 @@ extension WidgetService {
         }
     }
 
-    /// Updates every widget that has content, concurrently.
-    public func updateAll() async -> [(BundleID, UpdateResult)] {
+    /// Updates every instance that has content, concurrently.
+    public func updateAll() async -> [(WidgetInstanceID, UpdateResult)] {
         let ids = idsWithContent
-        return await withTaskGroup(of: (BundleID, UpdateResult).self) { group in
+        return await withTaskGroup(of: (WidgetInstanceID, UpdateResult).self) { group in
             for id in ids {
                 group.addTask { (id, (try? await self.performUpdate(id)) ?? .failed) }
             }
-            var results: [(BundleID, UpdateResult)] = []
+            var results: [(WidgetInstanceID, UpdateResult)] = []
             for await result in group { results.append(result) }
             return results.sorted { $0.0 < $1.0 }
         }
@@ -126,7 +126,9 @@ extension WidgetService {
     func provide(
         _ widget: Widget, previous: PlistDictionary, action: ProviderAction? = nil, done: @escaping @Sendable (ProviderOutcome) -> Void
     ) {
-        let manifest = widget.data.withLock { $0.manifest }
+        let (manifest, instance) = widget.data.withLock {
+            ($0.manifest, ProviderInstance(id: widget.id, configuration: $0.effectiveConfiguration, family: $0.family))
+        }
         if let name = manifest.providerBusName {
             let provider = BusProvider(
                 connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline)
@@ -140,7 +142,7 @@ extension WidgetService {
             }
             return
         }
-        let id = manifest.bundleIdentifier
+        let id = widget.id
         slots.run { [self] in
             // The executable is resolved once per manifest (a rescan that
             // changes the bundle brings a new one), again after it could not
@@ -153,7 +155,8 @@ extension WidgetService {
             let prepared =
                 kept
                 ?? ProviderRun.execProvider(
-                    manifest, directories: directories, environment: environment, busAddress: busAddress, confinement: confinement)
+                    manifest, directories: directories, environment: environment, busAddress: busAddress, confinement: confinement,
+                    instance: instance)
             switch prepared {
             case .failure(let problem):
                 log.warning("\(id): \(problem)")

@@ -6,10 +6,12 @@ import Synchronization
 import TodayProtocol
 
 extension WidgetService {
-    /// One widget: its object, manifest, remembered state and snapshot,
-    /// and the update running for it, which later callers share.
+    /// One widget instance (SPEC section 16): its object, its kind's
+    /// manifest, its settings, remembered state and snapshot, and the
+    /// update running for it, which later callers share. A kind's default
+    /// instance is the kind's own object.
     final class Widget: Sendable {
-        let id: BundleID
+        let id: WidgetInstanceID
         let object: ExportedInterface
         let data: Mutex<Data>
         /// Provider runs of this widget, updates and actions, one at a time.
@@ -22,9 +24,13 @@ extension WidgetService {
         typealias Lifecycle = UpdateLifecycle<UpdateInProgress>
 
         struct Data {
+            /// The kind's manifest, the same in each of its instances.
             var manifest: WidgetManifest
             var record: WidgetRecord
             var timeline: Timeline
+            /// What the user chose, checked against the kind's parameters.
+            var configuration = PlistDictionary()
+            var family = WidgetFamily.medium
             /// The update and the actions running or waiting their turn,
             /// which later calls of the same kind join.
             var lifecycle = Lifecycle()
@@ -37,6 +43,12 @@ extension WidgetService {
 
             /// What the current entry shows.
             var snapshot: PlistDictionary { timeline.snapshot }
+
+            /// The configuration with each parameter left out at its
+            /// default: what the provider sees.
+            var effectiveConfiguration: PlistDictionary {
+                WidgetConfiguration.complete(configuration, with: manifest.parameters)
+            }
 
             /// What a provider run of `kind` that came to `outcome` does to
             /// the widget, decided at once: a toggle whose run failed shows
@@ -90,9 +102,13 @@ extension WidgetService {
             }
         }
 
-        init(id: BundleID, object: ExportedInterface, data: Data) {
+        /// The Instance interface of an added instance; nil for a default one.
+        let instanceObject: ExportedInterface?
+
+        init(id: WidgetInstanceID, object: ExportedInterface, instanceObject: ExportedInterface? = nil, data: Data) {
             self.id = id
             self.object = object
+            self.instanceObject = instanceObject
             self.data = Mutex(data)
         }
     }

@@ -11,7 +11,7 @@ extension WidgetService {
     /// PerformAction from the bus: started on the connection's loop thread
     /// (so a toggle's new state goes out before the loop reads anything
     /// else) and answered by whichever thread finishes the run.
-    func answerAction(_ id: BundleID, action actionID: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
+    func answerAction(_ id: WidgetInstanceID, action actionID: String, _ call: MethodCall, _ answer: PendingAnswer) throws {
         let sender = call.sender
         try admit(sender)
         performAction(id, action: actionID) { [self] result in
@@ -24,7 +24,7 @@ extension WidgetService {
     /// for a button or toggle the current snapshot offers, after any run
     /// of this widget under way; calls for the same action and state share
     /// one run. A toggle shows the state asked for at once.
-    public func performAction(_ id: BundleID, action actionID: String) async throws -> UpdateResult {
+    public func performAction(_ id: WidgetInstanceID, action actionID: String) async throws -> UpdateResult {
         try await withCheckedThrowingContinuation { continuation in
             performAction(id, action: actionID) { continuation.resume(with: $0) }
         }
@@ -33,13 +33,13 @@ extension WidgetService {
     /// `performAction` for callers that wait without a task: `done` gets
     /// the result once the outcome is stored and announced, on the thread
     /// that finished the run.
-    func performAction(_ id: BundleID, action actionID: String, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
+    func performAction(_ id: WidgetInstanceID, action actionID: String, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
         guard let widget = widget(id, else: done) else { return }
         let now = self.now()
         typealias Started = (admission: Widget.Lifecycle.Admission, action: ProviderAction, previous: PlistDictionary, shown: [(String, Value)]?)
         let started = widget.data.withLock { data -> Result<Started, TodayError> in
             guard let offered = Snapshot.action(actionID, in: data.snapshot) else {
-                return .failure(.noSuchAction(widget: id.rawValue, action: actionID))
+                return .failure(.noSuchAction(widget: id.description, action: actionID))
             }
             let action = ProviderAction(id: actionID, state: offered.isToggle ? !offered.isOn : nil)
             // The provider gets the snapshot as it was before a toggle.
@@ -74,7 +74,7 @@ extension WidgetService {
     // MARK: Timelines
 
     /// Widget.GetTimeline: the current entry and those after it.
-    func timelineValue(_ id: BundleID) throws -> Value {
+    func timelineValue(_ id: WidgetInstanceID) throws -> Value {
         let entries = try widget(id).data.withLock { $0.timeline.entries }
         return .array(
             .structure([.uint64, .dictionary(key: .string, value: .variant), .double]),
@@ -87,10 +87,10 @@ extension WidgetService {
         return caller
     }
 
-    /// ReloadTimelines: a requested update of one widget, by the widget or
-    /// its container app, sharing a run under way. It answers once the
-    /// update has started, as WidgetCenter's call returns at once; the
-    /// outcome is in `Updated` and the properties.
+    /// ReloadTimelines: a requested update of every instance of one
+    /// widget kind, by the widget or its container app, sharing runs under
+    /// way. It answers once the updates have started, as WidgetCenter's
+    /// call returns at once; the outcome is in `Updated` and the properties.
     func reloadTimelines(_ call: MethodCall, widget id: BundleID) async throws {
         let widget = try widget(id)
         let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
@@ -98,7 +98,7 @@ extension WidgetService {
         guard caller == id.rawValue || caller == container.rawValue else {
             throw TodayError.notEntitled("'\(caller)' may not reload the timeline of '\(id)': only the widget or its container app '\(container)' may")
         }
-        performUpdate(id) { _ in }
+        for instance in instances(of: id) { performUpdate(instance.id) { _ in } }
     }
 
     /// ReloadAllTimelines: every widget of the caller's container app (the
@@ -106,7 +106,7 @@ extension WidgetService {
     func reloadAllTimelines(_ call: MethodCall) async throws {
         let caller = try await callerBundle(call, for: "ReloadAllTimelines")
         let widgets = all
-        let container = widgets.first { $0.id.rawValue == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier.rawValue } } ?? caller
+        let container = widgets.first { $0.id.kind.rawValue == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier.rawValue } } ?? caller
         for widget in widgets where widget.data.withLock({ $0.manifest.containerBundleIdentifier.rawValue }) == container {
             performUpdate(widget.id) { _ in }
         }
@@ -123,16 +123,20 @@ extension WidgetService {
         guard caller == id.rawValue || caller == container.rawValue else {
             throw TodayError.notEntitled("'\(caller)' may not change whether '\(id)' has content: only the widget or its container app '\(container)' may")
         }
+        // Said of the kind: every instance of it.
         let now = self.now()
-        let changed = widget.data.withLock { data -> Bool in
-            guard data.record.hasContent != hasContent else { return false }
-            data.record.hasContent = hasContent
-            data.record.schedule.plan(at: now, reload: data.reload, hasContent: hasContent, outcome: nil, scheduled: false)
-            return true
+        for instance in instances(of: id) {
+            let changed = instance.data.withLock { data -> Bool in
+                guard data.record.hasContent != hasContent else { return false }
+                data.record.hasContent = hasContent
+                data.record.schedule.plan(at: now, reload: data.reload, hasContent: hasContent, outcome: nil, scheduled: false)
+                return true
+            }
+            guard changed else { continue }
+            records.save(instance)
+            publish(instance)
         }
-        guard changed else { return }
-        records.save(widget)
-        publish(widget)
+        announceLayout()
         log.debug("\(id): has content: \(hasContent) (told by \(caller))")
     }
 

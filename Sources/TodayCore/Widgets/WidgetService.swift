@@ -20,6 +20,9 @@ final class WidgetService: Sendable {
     let store: WidgetStore
     let records: RecordWriter
     let scheduler: WidgetScheduler
+    let layoutStore: LayoutStore
+    /// Hears Layout each time it changes (the Center object's property).
+    let layoutObserver = Mutex<(@Sendable ([ObjectPath]) -> Void)?>(nil)
     let providers: RunningProviders
     let slots = ProviderSlots(count: 64)
     /// The session's environment, which providers inherit.
@@ -29,12 +32,17 @@ final class WidgetService: Sendable {
     let confinement: ProviderRun.Confinement
     /// The clock; tests pass their own.
     let clock: ServiceClock
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private struct State {
-        var widgets: [BundleID: Widget] = [:]
-        /// Sorted by display name, then id.
+    struct State {
+        /// Every instance of every installed kind.
+        var widgets: [WidgetInstanceID: Widget] = [:]
+        /// The installed kinds, sorted by display name, then id.
         var order: [BundleID] = []
+        /// The user's layout, as stored.
+        var layout = WidgetLayout()
+        /// The last Layout announced.
+        var announcedLayout: [WidgetInstanceID]?
         var stopping = false
         /// Update calls each connection has waiting for an answer.
         var pendingCalls: [String: Int] = [:]
@@ -59,6 +67,9 @@ final class WidgetService: Sendable {
         store = WidgetStore(directories: directories)
         records = RecordWriter(store: store, log: log)
         scheduler = WidgetScheduler(clock: clock, log: log)
+        layoutStore = LayoutStore(directories: directories)
+        let layout = layoutStore.read { log.warning($0) }
+        state.withLock { $0.layout = layout }
     }
 
     /// What time it is, by the service's clock.
@@ -94,30 +105,41 @@ final class WidgetService: Sendable {
 
     var isStopping: Bool { state.withLock { $0.stopping } }
 
-    /// Widget ids sorted by display name, then id.
+    /// Widget kinds sorted by display name, then id.
     var ids: [BundleID] { state.withLock { $0.order } }
 
-    /// Every widget, in no order.
+    /// Every instance, in no order.
     var all: [Widget] { state.withLock { Array($0.widgets.values) } }
 
+    /// A kind's default instance: the widget as SPEC section 2 knows it.
     func widget(_ id: BundleID) throws -> Widget {
-        guard let widget = state.withLock({ $0.widgets[id] }) else { throw TodayError.noSuchWidget(id.rawValue) }
+        try widget(WidgetInstanceID(kind: id))
+    }
+
+    func widget(_ id: WidgetInstanceID) throws -> Widget {
+        guard let widget = state.withLock({ $0.widgets[id] }) else { throw TodayError.noSuchWidget(id.description) }
         return widget
     }
 
-    /// The widget `id`, or nil after answering `done` with NoSuchWidget.
-    func widget<T>(_ id: BundleID, else done: (Result<T, any Error>) -> Void) -> Widget? {
+    /// The instance `id`, or nil after answering `done` with NoSuchWidget.
+    func widget<T>(_ id: WidgetInstanceID, else done: (Result<T, any Error>) -> Void) -> Widget? {
         guard let widget = state.withLock({ $0.widgets[id] }) else {
-            done(.failure(TodayError.noSuchWidget(id.rawValue)))
+            done(.failure(TodayError.noSuchWidget(id.description)))
             return nil
         }
         return widget
     }
 
-    /// The widgets with content, in order.
-    var idsWithContent: [BundleID] {
+    /// Every instance of `kind`, the default one first.
+    func instances(of kind: BundleID) -> [Widget] {
+        state.withLock { state in state.widgets.values.filter { $0.id.kind == kind }.sorted { $0.id < $1.id } }
+    }
+
+    /// The instances with content, in layout order, then those with
+    /// content that are not placed.
+    var idsWithContent: [WidgetInstanceID] {
         state.withLock { state in
-            state.order.filter { id in state.widgets[id]?.data.withLock { $0.record.hasContent } ?? false }
+            state.layout.instances(of: state.order).filter { id in state.widgets[id]?.data.withLock { $0.record.hasContent } ?? false }
         }
     }
 
@@ -155,18 +177,23 @@ final class WidgetService: Sendable {
 
     // MARK: The catalog
 
-    /// Brings the widget objects in step with a scan of the bundle folders.
+    /// Brings the widget objects in step with a scan of the bundle folders:
+    /// each kind's default instance and the layout's added instances.
     func update(from catalog: BundleCatalog) {
         let now = self.now()
         var added: [Widget] = []
-        var removed: [BundleID] = []
+        var removed: [WidgetInstanceID] = []
         var changed: [Widget] = []
+        var layoutToSave: WidgetLayout?
         state.withLock { state in
             let fresh = Dictionary(catalog.widgets.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
-            removed = state.widgets.keys.filter { fresh[$0] == nil }
+            let kinds = catalog.widgets.map(\.bundleIdentifier).filter { fresh[$0] != nil }
+            if state.layout.adopt(kinds) { layoutToSave = state.layout }
+            let wanted = Set(state.layout.instances(of: kinds))
+            removed = state.widgets.keys.filter { !wanted.contains($0) }
             for id in removed { state.widgets[id] = nil }
-            for manifest in catalog.widgets {
-                let id = manifest.bundleIdentifier
+            for id in state.layout.instances(of: kinds) {
+                guard let manifest = fresh[id.kind] else { continue }
                 if let existing = state.widgets[id] {
                     let differs = existing.data.withLock { data in
                         guard data.manifest != manifest else { return false }
@@ -178,37 +205,55 @@ final class WidgetService: Sendable {
                     }
                     if differs { changed.append(existing) }
                 } else {
-                    let record = store.record(id) { log.warning($0) }
-                    let shownSince = Date(timeIntervalSince1970: TimeInterval(record.lastUpdated / 1_000_000))
-                    let timeline = store.timeline(id, shownSince: shownSince, at: now) { log.warning($0) }
-                    var data = Widget.Data(manifest: manifest, record: record, timeline: timeline)
-                    data.sandboxed = manifest.providerBusName == nil && confinement.sandboxed
-                    data.record.schedule.plan(at: now, reload: data.reload, hasContent: record.hasContent, outcome: nil, scheduled: false)
-                    let object = widgetObject(id, properties: Self.properties(of: data, at: now))
-                    let widget = Widget(id: id, object: object, data: data)
+                    let widget = makeInstance(id, manifest: manifest, placed: state.layout.instances[id], at: now)
                     state.widgets[id] = widget
                     added.append(widget)
                 }
             }
-            state.order = catalog.widgets.map(\.bundleIdentifier).filter { state.widgets[$0] != nil }
+            state.order = kinds
         }
         for id in removed {
-            connection.objects.unexport(Today.widgetPath(id))
+            connection.objects.unexport(id.path)
             log.debug("widget removed: \(id)")
         }
         for widget in added {
-            connection.objects.export(Today.widgetPath(widget.id), [widget.object])
+            connection.objects.export(widget.id.path, [widget.object] + (widget.instanceObject.map { [$0] } ?? []))
             log.debug("widget added: \(widget.id) from \(widget.data.withLock { $0.manifest.path })")
         }
         for widget in changed { publish(widget) }
+        if let layoutToSave { saveLayout(layoutToSave) }
+        announceLayout()
         scheduler.poke()
     }
 
+    /// A new instance object: its record and timeline as stored, its
+    /// settings from the layout (checked against the kind's parameters).
+    func makeInstance(_ id: WidgetInstanceID, manifest: WidgetManifest, placed: WidgetLayout.Placed?, at now: Date) -> Widget {
+        let record = store.record(id) { log.warning($0) }
+        let shownSince = Date(timeIntervalSince1970: TimeInterval(record.lastUpdated / 1_000_000))
+        let timeline = store.timeline(id, shownSince: shownSince, at: now) { log.warning($0) }
+        var data = Widget.Data(manifest: manifest, record: record, timeline: timeline)
+        data.family = manifest.families.first ?? .medium
+        if let placed {
+            do {
+                data.configuration = try WidgetConfiguration.checked(placed.configuration, against: manifest.parameters)
+            } catch {
+                log.warning("\(id): its stored configuration no longer fits the widget (\(error)); it starts from the defaults")
+            }
+            data.family = manifest.families.contains(placed.family) ? placed.family : data.family
+        }
+        data.sandboxed = manifest.providerBusName == nil && confinement.sandboxed
+        data.record.schedule.plan(at: now, reload: data.reload, hasContent: record.hasContent, outcome: nil, scheduled: false)
+        let object = widgetObject(id, properties: Self.properties(of: data, at: now))
+        let instanceObject = id.isDefault ? nil : instanceObject(id, properties: Self.instanceProperties(of: data))
+        return Widget(id: id, object: object, instanceObject: instanceObject, data: data)
+    }
+
     /// The user tapped a widget: its snapshot's `url`, or else its app.
-    func activate(_ id: BundleID, platformData: VariantDictionary) async throws -> String {
+    func activate(_ id: WidgetInstanceID, platformData: VariantDictionary) async throws -> String {
         let widget = try widget(id)
         let (url, containerID) = widget.data.withLock { ($0.snapshot[Snapshot.Key.url.rawValue]?.string, $0.manifest.containerBundleIdentifier) }
         if let url, !url.isEmpty { return try await urls.open(url, platformData: platformData) }
-        return try await urls.activateApp(containerID, for: id, platformData: platformData)
+        return try await urls.activateApp(containerID, for: id.kind, platformData: platformData)
     }
 }

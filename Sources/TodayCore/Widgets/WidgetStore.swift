@@ -53,13 +53,26 @@ public struct WidgetStore: Sendable {
         snapshotFolder = directories.cacheHome + "/todayd/snapshots"
     }
 
-    func statePath(_ id: BundleID) -> String { stateFolder + "/" + id.rawValue + ".plist" }
-    func snapshotPath(_ id: BundleID) -> String { snapshotFolder + "/" + id.rawValue + ".plist" }
+    /// A kind's default instance keeps the files a widget had before
+    /// instances (`<kind>.plist`); an added one has `<kind>/<n>.plist`.
+    func statePath(_ id: WidgetInstanceID) -> String { stateFolder + "/" + Self.fileName(id) }
+    func snapshotPath(_ id: WidgetInstanceID) -> String { snapshotFolder + "/" + Self.fileName(id) }
+
+    static func fileName(_ id: WidgetInstanceID) -> String {
+        id.isDefault ? id.kind.rawValue + ".plist" : id.kind.rawValue + "/" + String(id.number) + ".plist"
+    }
+
+    /// Forgets an added instance's files (it was removed from the layout).
+    func remove(_ id: WidgetInstanceID) {
+        guard !id.isDefault else { return }
+        try? DurableFile.remove(statePath(id))
+        try? DurableFile.remove(snapshotPath(id))
+    }
 
     /// The stored record, or a fresh one; `problem` hears about a file that
     /// does not parse (it is then left for a person to look at and replaced
     /// on the next write).
-    public func record(_ id: BundleID, problem: (String) -> Void) -> WidgetRecord {
+    public func record(_ id: WidgetInstanceID, problem: (String) -> Void) -> WidgetRecord {
         let path = statePath(id)
         guard FileManager.default.fileExists(atPath: path) else { return WidgetRecord() }
         do {
@@ -73,7 +86,7 @@ public struct WidgetStore: Sendable {
     /// The stored timeline at `now` (the entry whose date has come shown,
     /// older ones dropped); a cache of an earlier todayd, which held the
     /// snapshot alone, is that snapshot shown since `shownSince`.
-    public func timeline(_ id: BundleID, shownSince: Date, at now: Date, problem: (String) -> Void) -> Timeline {
+    public func timeline(_ id: WidgetInstanceID, shownSince: Date, at now: Date, problem: (String) -> Void) -> Timeline {
         let path = snapshotPath(id)
         guard FileManager.default.fileExists(atPath: path) else { return Timeline() }
         do {
@@ -89,16 +102,16 @@ public struct WidgetStore: Sendable {
     }
 
     /// The snapshot shown now, for callers that need no more.
-    public func snapshot(_ id: BundleID, problem: (String) -> Void) -> PlistDictionary {
+    public func snapshot(_ id: WidgetInstanceID, problem: (String) -> Void) -> PlistDictionary {
         timeline(id, shownSince: Date(), at: Date(), problem: problem).snapshot
     }
 
-    public func save(_ record: WidgetRecord, for id: BundleID) throws {
+    public func save(_ record: WidgetRecord, for id: WidgetInstanceID) throws {
         try DurableFile.write(try Plist.write(record.plist, format: .xml), to: statePath(id))
     }
 
     /// Writes the timeline and its policy, in one file.
-    public func save(timeline: Timeline, for id: BundleID) throws {
+    public func save(timeline: Timeline, for id: WidgetInstanceID) throws {
         try DurableFile.write(try Plist.write(timeline.plist, format: .xml), to: snapshotPath(id))
     }
 }

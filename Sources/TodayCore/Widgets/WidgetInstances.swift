@@ -1,0 +1,205 @@
+import DBus
+import FoundationEssentials
+import PropertyList
+import Synchronization
+import TodayProtocol
+
+/// Widget instances and the layout (SPEC section 16): AddWidget,
+/// RemoveWidget, SetLayout and the Layout property, Instance.Configure,
+/// GetCurrentConfigurations. Every change is written to layout.plist
+/// before the caller hears of it; one that cannot be written changes
+/// nothing.
+extension WidgetService {
+    /// What the view shows, in order.
+    var layout: [WidgetInstanceID] { state.withLock { Self.shown($0) } }
+
+    private static func shown(_ state: State) -> [WidgetInstanceID] {
+        state.layout.shown(kinds: state.order) { id in state.widgets[id]?.data.withLock { $0.record.hasContent } ?? false }
+    }
+
+    /// Sends Layout where it changed since it was last sent.
+    func announceLayout() {
+        let changed = state.withLock { state -> [WidgetInstanceID]? in
+            let now = Self.shown(state)
+            guard now != state.announcedLayout else { return nil }
+            state.announcedLayout = now
+            return now
+        }
+        guard let changed, let observer = layoutObserver.withLock({ $0 }) else { return }
+        observer(changed.map(\.path))
+    }
+
+    /// The layout is the user's: a provider or a Flatpak app (a bundle
+    /// confined to its own data) may not change it; the view, todayctl and
+    /// other programs of the user may.
+    func checkLayoutCaller(_ call: MethodCall, for member: String) async throws {
+        switch try await identities.caller(of: call) {
+        case .provider(let bundle), .flatpak(let bundle):
+            throw TodayError.notEntitled("'\(bundle)' may not call \(member): the layout is the user's, changed from the Today view or todayctl")
+        case .registered, .anonymous:
+            return
+        }
+    }
+
+    /// Writes `layout`, saying so in the log where it cannot.
+    func saveLayout(_ layout: WidgetLayout) {
+        do {
+            try layoutStore.save(layout)
+        } catch {
+            log.warning("\(layoutStore.path): cannot keep the layout: \(error)")
+        }
+    }
+
+    /// Changes the layout with `body` (given the installed kinds and what
+    /// is shown), writes it, and only then keeps it.
+    private func changeLayout<T>(_ body: (inout WidgetLayout, [BundleID], [WidgetInstanceID]) throws -> T) throws -> T {
+        try state.withLock { state in
+            var layout = state.layout
+            let result = try body(&layout, state.order, Self.shown(state))
+            guard layout != state.layout else { return result }
+            do {
+                try layoutStore.save(layout)
+            } catch {
+                throw TodayError.storage("cannot write \(layoutStore.path): \(error); the layout is unchanged")
+            }
+            state.layout = layout
+            return result
+        }
+    }
+
+    /// The settings asked for, checked against the kind's manifest.
+    private static func settings(
+        _ given: VariantDictionary, family: String, for manifest: WidgetManifest
+    ) throws -> WidgetLayout.Placed {
+        var configuration = PlistDictionary()
+        for (key, value) in given.entries {
+            do {
+                configuration[key] = try ValueMapping.plist(value)
+            } catch {
+                throw TodayError.invalidArgs("parameter '\(key)': \(error)")
+            }
+        }
+        do {
+            return WidgetLayout.Placed(
+                configuration: try WidgetConfiguration.checked(configuration, against: manifest.parameters),
+                family: try WidgetConfiguration.family(family, supported: manifest.families))
+        } catch {
+            throw TodayError.invalidArgs("\(manifest.bundleIdentifier): \(error)")
+        }
+    }
+
+    /// Center.AddWidget: a new instance of `kind` placed at `position`, its
+    /// first update started.
+    func addWidget(_ kind: BundleID, configuration: VariantDictionary, family: String, position: Int32) throws -> ObjectPath {
+        let manifest = try widget(kind).data.withLock { $0.manifest }
+        let placed = try Self.settings(configuration, family: family, for: manifest)
+        let id = try changeLayout { layout, kinds, shown in layout.add(kind, placed, at: Int(position), kinds: kinds, shown: shown) }
+        let instance = makeInstance(id, manifest: manifest, placed: placed, at: now())
+        state.withLock { $0.widgets[id] = instance }
+        connection.objects.export(id.path, [instance.object] + (instance.instanceObject.map { [$0] } ?? []))
+        log.debug("widget added: \(id)")
+        announceLayout()
+        performUpdate(id) { _ in }
+        return id.path
+    }
+
+    /// Center.RemoveWidget: an added instance is gone (its object and
+    /// files); a kind's default one leaves the layout and stays.
+    func removeWidget(_ path: ObjectPath) throws {
+        guard let id = WidgetInstanceID(path: path) else {
+            throw TodayError.invalidArgs("'\(path.rawValue)' is not a widget instance's object; take one from Layout")
+        }
+        let removed = try changeLayout { layout, kinds, _ in layout.remove(id, kinds: kinds) }
+        guard removed else { throw TodayError.invalidArgs("'\(id)' is not in the layout") }
+        guard !id.isDefault else {
+            announceLayout()
+            return
+        }
+        let gone = state.withLock { $0.widgets.removeValue(forKey: id) }
+        if gone != nil { connection.objects.unexport(id.path) }
+        store.remove(id)
+        log.debug("widget removed from the layout: \(id)")
+        announceLayout()
+    }
+
+    /// Center.SetLayout: the shown instances in the user's order.
+    func setLayout(_ paths: [ObjectPath]) throws {
+        let ids = try paths.map { path in
+            guard let id = WidgetInstanceID(path: path) else {
+                throw TodayError.invalidArgs("'\(path.rawValue)' is not a widget instance's object; take them from Layout")
+            }
+            return id
+        }
+        try changeLayout { layout, kinds, shown in
+            do {
+                try layout.reorder(ids, shown: shown, kinds: kinds)
+            } catch {
+                throw TodayError.invalidArgs("\(error)")
+            }
+        }
+        announceLayout()
+    }
+
+    /// Instance.Configure: new settings, written, shown at once, and an
+    /// update with them started.
+    func configure(_ id: WidgetInstanceID, configuration: VariantDictionary, family: String) throws {
+        let instance = try widget(id)
+        let manifest = instance.data.withLock { $0.manifest }
+        let placed = try Self.settings(configuration, family: family, for: manifest)
+        try changeLayout { layout, _, _ in layout.instances[id] = placed }
+        let properties = instance.data.withLock { data -> [(String, Value)] in
+            data.configuration = placed.configuration
+            data.family = placed.family
+            data.provider = nil
+            return Self.instanceProperties(of: data).map { ($0.key, $0.value) }
+        }
+        instance.instanceObject?.set(properties)
+        log.debug("\(id): configured")
+        performUpdate(id) { _ in }
+    }
+
+    /// Center.GetCurrentConfigurations: the kind's placed instances, for
+    /// the widget itself or its container app.
+    func currentConfigurations(_ call: MethodCall, kind: BundleID) async throws -> Value {
+        let container = try widget(kind).data.withLock { $0.manifest.containerBundleIdentifier }
+        let caller = try await callerBundle(call, for: "GetCurrentConfigurations")
+        guard caller == kind.rawValue || caller == container.rawValue else {
+            throw TodayError.notEntitled("'\(caller)' may not read the configurations of '\(kind)': only the widget or its container app '\(container)' may")
+        }
+        let placed = state.withLock { state in
+            (state.layout.order ?? state.order.map { WidgetInstanceID(kind: $0) }).filter { $0.kind == kind }.compactMap { state.widgets[$0] }
+        }
+        return .array(
+            .structure([.objectPath, .string, .dictionary(key: .string, value: .variant)]),
+            placed.map { instance in
+                instance.data.withLock { data in
+                    .structure([.objectPath(instance.id.path), .string(data.family.rawValue), ValueMapping.dbus(data.effectiveConfiguration)])
+                }
+            })
+    }
+
+    // MARK: The Instance interface
+
+    static func instanceProperties(of data: Widget.Data) -> [String: Value] {
+        [
+            Today.Instance.kind.name: .objectPath(Today.widgetPath(data.manifest.bundleIdentifier)),
+            Today.Instance.configuration.name: ValueMapping.dbus(data.configuration),
+            Today.Instance.family.name: .string(data.family.rawValue),
+        ]
+    }
+
+    /// The Instance interface of added instance `id`.
+    func instanceObject(_ id: WidgetInstanceID, properties: [String: Value]) -> ExportedInterface {
+        let gone = DBusError.failed("todayd is shutting down")
+        return ExportedInterface(
+            Today.instance, properties: properties,
+            bindings: [
+                Today.Instance.configure.task { [weak self] call, configuration, family in
+                    guard let self else { throw gone }
+                    try await self.checkLayoutCaller(call, for: "Configure")
+                    try self.configure(id, configuration: configuration, family: family)
+                    return []
+                }
+            ])
+    }
+}
