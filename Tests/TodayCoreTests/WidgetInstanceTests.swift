@@ -1,0 +1,300 @@
+import DBus
+import Foundation
+import PropertyList
+import TestSupport
+import Testing
+@testable import TodayCore
+import TodayProtocol
+
+/// Widget instances and the layout (SPEC section 16): the layout as
+/// values, the configuration rules, and todayd on a real bus placing,
+/// configuring, reordering and removing instances whose providers each see
+/// their own settings, across a kill -9.
+@Suite(.showsDaemonLogs) struct WidgetInstanceTests {
+    static let clock = BundleID("org.example.Clock.World")
+    static let mail = BundleID("org.example.Mail.Inbox")
+    static let notes = BundleID("org.example.Notes.Recent")
+
+    // MARK: The layout as values
+
+    @Test func theLayoutFollowsListWidgetsUntilTheUserChangesIt() {
+        var layout = WidgetLayout()
+        let kinds = [Self.clock, Self.mail, Self.notes]
+        let withContent: (WidgetInstanceID) -> Bool = { $0.kind != Self.mail }
+        #expect(layout.shown(kinds: kinds, hasContent: withContent) == [WidgetInstanceID(kind: Self.clock), WidgetInstanceID(kind: Self.notes)])
+        let adoptedUnchanged = layout.adopt(kinds + [BundleID("org.example.New.W")])
+        #expect(!adoptedUnchanged, "an unchanged layout takes no new kinds: it is ListWidgets")
+
+        // Added before Notes (position 1 of what is shown).
+        let shown = layout.shown(kinds: kinds, hasContent: withContent)
+        let tokyo = layout.add(Self.clock, .init(configuration: ["zone": .string("Asia/Tokyo")], family: .small), at: 1, kinds: kinds, shown: shown)
+        #expect(tokyo == WidgetInstanceID(kind: Self.clock, number: 1))
+        #expect(layout.order == [WidgetInstanceID(kind: Self.clock), WidgetInstanceID(kind: Self.mail), tokyo, WidgetInstanceID(kind: Self.notes)])
+        // Mail has no content: not shown, but it keeps its place.
+        #expect(layout.shown(kinds: kinds, hasContent: withContent) == [WidgetInstanceID(kind: Self.clock), tokyo, WidgetInstanceID(kind: Self.notes)])
+
+        // A removed instance's number is never given again.
+        let removed = layout.remove(tokyo, kinds: kinds)
+        #expect(removed)
+        #expect(layout.instances[tokyo] == nil)
+        let next = layout.add(Self.clock, .init(configuration: [:], family: .medium), at: -1, kinds: kinds, shown: [])
+        #expect(next.number == 2)
+        let removedAgain = layout.remove(tokyo, kinds: kinds)
+        #expect(!removedAgain, "already gone")
+
+        // A new kind joins at the end; a kind whose bundle left keeps its places.
+        let adopted = layout.adopt(kinds + [BundleID("org.example.New.W")])
+        #expect(adopted)
+        #expect(layout.order?.last == WidgetInstanceID(kind: BundleID("org.example.New.W")))
+        #expect(!layout.shown(kinds: [Self.mail, Self.notes], hasContent: { _ in true }).contains { $0.kind == Self.clock })
+        #expect(layout.order?.contains(next) == true)
+    }
+
+    @Test func reorderingIsAPermutationOfWhatIsShown() throws {
+        var layout = WidgetLayout()
+        let kinds = [Self.clock, Self.mail, Self.notes]
+        let (clock, mail, notes) = (WidgetInstanceID(kind: Self.clock), WidgetInstanceID(kind: Self.mail), WidgetInstanceID(kind: Self.notes))
+        let shown = [clock, notes]  // Mail has no content.
+        #expect(throws: ConfigurationProblem.self) { try layout.reorder([notes], shown: shown, kinds: kinds) }
+        #expect(throws: ConfigurationProblem.self) { try layout.reorder([notes, notes], shown: shown, kinds: kinds) }
+        #expect(throws: ConfigurationProblem.self) { try layout.reorder([notes, mail], shown: shown, kinds: kinds) }
+        #expect(layout.order == nil, "a refused order changes nothing")
+        try layout.reorder([notes, clock], shown: shown, kinds: kinds)
+        #expect(layout.order == [notes, mail, clock], "Mail, not shown, keeps its slot")
+    }
+
+    @Test func theStoredFormReadsBackAndNeverReusesANumber() {
+        var layout = WidgetLayout()
+        let kinds = [Self.clock]
+        let first = layout.add(Self.clock, .init(configuration: ["zone": .string("UTC"), "seconds": .boolean(true)], family: .small), at: -1, kinds: kinds, shown: [])
+        _ = layout.add(Self.clock, .init(configuration: [:], family: .medium), at: 0, kinds: kinds, shown: [first])
+        var problems: [String] = []
+        let read = WidgetLayout(plist: layout.plist) { problems.append($0) }
+        #expect(read == layout)
+        #expect(problems.isEmpty)
+
+        // A hand-edited file: a bad entry is left out and said; a number
+        // in use is never handed out again, whatever NextNumbers says.
+        var edited = layout.plist.dictionary ?? [:]
+        edited["Layout"] = .array([.string("org.example.Clock.World/7"), .string("not an id/x")])
+        edited["Instances"] = .dictionary([
+            "org.example.Clock.World/7": .dictionary(["Family": .string("large"), "Configuration": .dictionary([:])]),
+            "org.example.Clock.World/8": .dictionary(["Family": .string("huge")]),
+        ])
+        edited["NextNumbers"] = .dictionary(["org.example.Clock.World": .integer(2)])
+        let fixed = WidgetLayout(plist: .dictionary(edited)) { problems.append($0) }
+        #expect(problems.count == 2, "\(problems)")
+        #expect(fixed.order == [WidgetInstanceID(kind: Self.clock, number: 7)])
+        #expect(fixed.nextNumbers[Self.clock] == 8)
+    }
+
+    // MARK: Configurations
+
+    static let parameters = [
+        WidgetParameter(
+            key: "zone", title: "Time zone", type: .choice, defaultValue: .string("UTC"),
+            choices: [.init(value: "UTC", title: "UTC"), .init(value: "Asia/Tokyo", title: "Tokyo")]),
+        WidgetParameter(key: "seconds", title: "Seconds", type: .boolean, defaultValue: .boolean(false)),
+        WidgetParameter(key: "count", title: "Count", type: .integer),
+        WidgetParameter(key: "player", title: "Player", type: .choice, dynamic: true),
+    ]
+
+    @Test func aConfigurationIsCheckedAgainstTheParameters() throws {
+        let checked = try WidgetConfiguration.checked(
+            ["zone": .string("Asia/Tokyo"), "count": .unsignedInteger(3), "player": .string("mpv")], against: Self.parameters)
+        #expect(checked == ["zone": .string("Asia/Tokyo"), "count": .integer(3), "player": .string("mpv")])
+        #expect(
+            WidgetConfiguration.complete(checked, with: Self.parameters)
+                == ["zone": .string("Asia/Tokyo"), "count": .integer(3), "player": .string("mpv"), "seconds": .boolean(false)])
+        let problems: [(PlistDictionary, String)] = [
+            (["zone": .string("Mars")], "parameter 'zone': 'Mars' is not one of its choices (UTC, Asia/Tokyo)"),
+            (["seconds": .string("yes")], "parameter 'seconds': must be a boolean, not string"),
+            (["count": .boolean(true)], "parameter 'count': must be an integer, not boolean"),
+            (["zon": .string("UTC")], "the widget has no parameter 'zon'; its parameters are zone, seconds, count, player"),
+        ]
+        for (given, expected) in problems {
+            #expect(throws: ConfigurationProblem(expected)) { try WidgetConfiguration.checked(given, against: Self.parameters) }
+        }
+        #expect(try WidgetConfiguration.family("", supported: [.small, .large]) == .small)
+        #expect(throws: ConfigurationProblem("the widget does not come in 'medium'; it comes in small, large")) {
+            try WidgetConfiguration.family("medium", supported: [.small, .large])
+        }
+        #expect(throws: ConfigurationProblem("'tiny' is not a family: small, medium or large")) {
+            try WidgetConfiguration.family("tiny", supported: [.small])
+        }
+    }
+
+    @Test func aBadParameterSchemaNamesItsExactKey() throws {
+        let prefix = "NSExtension.NSExtensionAttributes."
+        let cases: [(PlistValue, String)] = [
+            (.array([.dictionary(["key": .string("a"), "type": .string("colour")])]), prefix + "TodayParameters.0.type"),
+            (.array([.dictionary(["key": .string("a"), "type": .string("choice")])]), prefix + "TodayParameters.0.choices"),
+            (
+                .array([
+                    .dictionary(["key": .string("a"), "type": .string("string")]),
+                    .dictionary(["key": .string("b"), "type": .string("integer"), "default": .string("x")]),
+                ]), prefix + "TodayParameters.1.default"
+            ),
+            (.array([.dictionary(["key": .string("a"), "type": .string("string"), "dynamic": .boolean(true)])]), prefix + "TodayParameters.0.dynamic"),
+            (.string("zone"), prefix + "TodayParameters"),
+        ]
+        for (given, key) in cases {
+            #expect(performing: { _ = try BundleCatalog.parameters(["TodayParameters": given], in: "Info.plist", prefix: prefix) }, throws: { error in
+                (error as? BundleProblem)?.key == key
+            })
+        }
+        #expect(performing: {
+            _ = try BundleCatalog.families(["TodaySupportedFamilies": .array([.string("small"), .string("huge")])], in: "Info.plist", prefix: prefix)
+        }, throws: { ($0 as? BundleProblem)?.key == prefix + "TodaySupportedFamilies.1" })
+    }
+
+    // MARK: On the bus
+
+    /// A World Clock whose provider shows what it was given.
+    static func clockApp(_ bundles: BundleFolder) throws {
+        let parameters: PlistValue = .array([
+            .dictionary([
+                "key": .string("zone"), "title": .string("Time zone"), "type": .string("choice"), "default": .string("UTC"),
+                "choices": .array(["UTC", "Europe/Berlin", "Asia/Tokyo"].map { .dictionary(["value": .string($0)]) }),
+            ]),
+            .dictionary(["key": .string("seconds"), "title": .string("Seconds"), "type": .string("boolean"), "default": .boolean(false)]),
+        ])
+        try bundles.addApp(
+            "org.example.Clock",
+            widgets: [
+                .init(
+                    name: "World",
+                    script: #"printf '{"result": "new-data", "snapshot": {"title": "[%s] %s", "body": "%s"}}' "$TODAY_INSTANCE" "$TODAY_FAMILY" "$(printf '%s' "$TODAY_CONFIGURATION" | sed 's/"/\\"/g')""#,
+                    attributes: [
+                        "TodayParameters": parameters, "TodaySupportedFamilies": .array([.string("small"), .string("medium")]),
+                    ])
+            ])
+    }
+
+    static func layout(_ client: Connection) async throws -> [WidgetInstanceID] {
+        let reply = try await client.call(
+            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+            [.string(Today.center.name.rawValue), .string("Layout")])
+        return (reply.body.first?.unwrapped.elements ?? []).compactMap { value in
+            if case .objectPath(let path) = value { WidgetInstanceID(path: path) } else { nil }
+        }
+    }
+
+    static func snapshotTitle(_ client: Connection, _ id: WidgetInstanceID) async throws -> String {
+        let reply = try await client.call(
+            Today.busName, path: id.path, interface: .properties, member: MemberName("Get"), [.string(Today.widget.name.rawValue), .string("Snapshot")])
+        return reply.body.first?.unwrapped.stringDictionary?["title"]?.string ?? ""
+    }
+
+    static func snapshotBody(_ client: Connection, _ id: WidgetInstanceID) async throws -> String {
+        let reply = try await client.call(
+            Today.busName, path: id.path, interface: .properties, member: MemberName("Get"), [.string(Today.widget.name.rawValue), .string("Snapshot")])
+        return reply.body.first?.unwrapped.stringDictionary?["body"]?.string ?? ""
+    }
+
+    static func add(_ client: Connection, _ configuration: [(String, Value)], family: String = "", at position: Int32 = -1) async throws -> WidgetInstanceID {
+        let reply = try await client.center(
+            "AddWidget", [.string(clock.rawValue), VariantDictionary(configuration).value, .string(family), .int32(position)])
+        guard case .objectPath(let path)? = reply.body.first, let id = WidgetInstanceID(path: path) else { throw DBusError.failed("no instance path") }
+        return id
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func threeClocksEachWithItsOwnSettingsThroughAKill() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try Self.clockApp(bundles)
+        let home = try temporaryDirectory("todayd")
+        defer { try? FileManager.default.removeItem(at: home) }
+        // What a todayd before instances kept: the default instance reads it.
+        let old = try temporaryDirectory("old")
+        defer { try? FileManager.default.removeItem(at: old) }
+        try FileManager.default.createDirectory(atPath: home.path + "/cache/todayd/snapshots", withIntermediateDirectories: true)
+        try Plist.write(.dictionary(["title": .string("kept from before"), "body": .string("")]), format: .xml)
+            .write(to: URL(fileURLWithPath: home.path + "/cache/todayd/snapshots/\(Self.clock.rawValue).plist"))
+
+        var daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        var client = try await daemon.ready()
+        let kind = WidgetInstanceID(kind: Self.clock)
+        #expect(try await Self.snapshotTitle(client, kind) == "kept from before", "the old snapshot is the default instance's")
+        #expect(try await Self.layout(client) == [kind])
+
+        let tokyo = try await Self.add(client, [("zone", .string("Asia/Tokyo"))], family: "small")
+        let berlin = try await Self.add(client, [("zone", .string("Europe/Berlin")), ("seconds", .boolean(true))], at: 0)
+        #expect(try await Self.layout(client) == [berlin, kind, tokyo])
+        #expect(try await eventually(10) { try await Self.snapshotTitle(client, tokyo) == "[1] small" })
+        #expect(try await eventually(10) { try await Self.snapshotTitle(client, berlin) == "[2] small" })
+        #expect(try await Self.snapshotBody(client, tokyo) == #"{"zone":"Asia/Tokyo","seconds":false}"#)
+        #expect(try await Self.snapshotBody(client, berlin) == #"{"zone":"Europe/Berlin","seconds":true}"#)
+        _ = try await client.center("PerformUpdate", [.string(Self.clock.rawValue)])
+        #expect(try await Self.snapshotTitle(client, kind) == "[] small")
+        #expect(try await Self.snapshotBody(client, kind) == #"{"zone":"UTC","seconds":false}"#)
+
+        // Bad values: InvalidArgs naming what is wrong, nothing placed.
+        for (configuration, family, says) in [
+            ([("zone", Value.string("Mars"))], "", "parameter 'zone'"), ([("zon", .string("UTC"))], "", "no parameter 'zon'"),
+            ([], "large", "does not come in 'large'"),
+        ] {
+            do {
+                _ = try await Self.add(client, configuration, family: family)
+                Issue.record("AddWidget took \(configuration) \(family)")
+            } catch let error as DBusError {
+                #expect(error.name == .invalidArgs && error.message.contains(says), "\(error)")
+            }
+        }
+        #expect(try await Self.layout(client) == [berlin, kind, tokyo])
+
+        // Configure: at once, and the provider runs with it.
+        _ = try await client.call(
+            Today.busName, path: tokyo.path, interface: Today.instance.name, member: MemberName("Configure"),
+            [VariantDictionary([("zone", .string("UTC"))]).value, .string("medium")])
+        #expect(try await eventually(10) { try await Self.snapshotTitle(client, tokyo) == "[1] medium" })
+        #expect(try await Self.snapshotBody(client, tokyo) == #"{"zone":"UTC","seconds":false}"#)
+
+        // Reorder; a list that is not a permutation is refused.
+        _ = try await client.center("SetLayout", [.objectPaths([tokyo.path, berlin.path, kind.path])])
+        #expect(try await Self.layout(client) == [tokyo, berlin, kind])
+        await #expect(throws: DBusError.self) { try await client.center("SetLayout", [.objectPaths([tokyo.path])]) }
+
+        // kill -9: nothing acknowledged is lost.
+        client.close()
+        kill(daemon.process.processIdentifier, SIGKILL)
+        daemon.process.waitUntilExit()
+        daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop() }
+        client = try await daemon.ready()
+        defer { client.close() }
+        #expect(try await Self.layout(client) == [tokyo, berlin, kind])
+        #expect(try await Self.snapshotTitle(client, tokyo) == "[1] medium", "kept, before any provider runs")
+        #expect(try await Self.snapshotBody(client, berlin) == #"{"zone":"Europe/Berlin","seconds":true}"#)
+        // The app reads what is placed: each instance, its family and settings.
+        let app = try Connection(address: daemon.address)
+        defer { app.close() }
+        try await app.center("RegisterApp", [.string("org.example.Clock")])
+        let configurations = try await app.center("GetCurrentConfigurations", [.string(Self.clock.rawValue)])
+        let placed = (configurations.body.first?.elements ?? []).compactMap { item -> String? in
+            guard case .structure(let fields) = item, fields.count == 3, case .objectPath(let path) = fields[0] else { return nil }
+            return "\(WidgetInstanceID(path: path)?.description ?? "?") \(fields[1].string ?? "") \(fields[2].stringDictionary?["zone"]?.string ?? "")"
+        }
+        #expect(placed == ["\(tokyo) medium UTC", "\(berlin) small Europe/Berlin", "\(kind) small UTC"])
+
+        // Removed: the added one is gone, the kind's own object stays.
+        _ = try await client.center("RemoveWidget", [.objectPath(berlin.path)])
+        _ = try await client.center("RemoveWidget", [.objectPath(kind.path)])
+        #expect(try await Self.layout(client) == [tokyo])
+        await #expect(throws: DBusError.self) { try await Self.snapshotTitle(client, berlin) }
+        #expect(try await Self.snapshotTitle(client, kind) == "[] small")
+        let next = try await Self.add(client, [])
+        #expect(next.number == 3, "numbers are never reused")
+
+        // The bundle leaves and comes back: its instances with it.
+        let away = old.appendingPathComponent("Clock.app")
+        try FileManager.default.moveItem(at: bundles.url.appendingPathComponent("org.example.Clock.app"), to: away)
+        _ = try await client.center("Reload")
+        #expect(try await eventually(10) { try await Self.layout(client).isEmpty })
+        try FileManager.default.moveItem(at: away, to: bundles.url.appendingPathComponent("org.example.Clock.app"))
+        _ = try await client.center("Reload")
+        #expect(try await eventually(10) { try await Self.layout(client) == [tokyo, next] })
+        #expect(try await Self.snapshotBody(client, tokyo) == #"{"zone":"UTC","seconds":false}"#)
+    }
+}
