@@ -194,12 +194,19 @@ public enum Today {
         public static let scheduledUpdatesLeftToday = Property(
             "ScheduledUpdatesLeftToday", "u", doc: "What is left of today's budget of scheduled updates.")
         public static let groups = Property("Groups", "as", doc: "The app groups the widget is entitled to.")
+        public static let parameters = Property(
+            "Parameters", "aa{sv}",
+            doc: """
+                The kind's TodayParameters, for a form: key, title (localized), type (string, integer, boolean, choice),
+                default where it has one, choices (aa{sv} of value and title), dynamic.
+                """)
+        public static let supportedFamilies = Property("SupportedFamilies", "as", doc: "TodaySupportedFamilies; the first is the default.")
 
         /// In the order of SPEC section 4, which is the order GetAll answers in.
         public static let properties = [
             bundleIdentifier, containerBundleIdentifier, displayName, localizedDisplayNames, iconPath, hasContent, preferredHeight,
             marginInsets, snapshot, currentEntryDate, nextEntryDate, relevance, reloadPolicy, sandboxed, lastResult, lastFailure,
-            lastUpdated, updateInterval, nextScheduledUpdate, scheduledUpdatesLeftToday, groups,
+            lastUpdated, updateInterval, nextScheduledUpdate, scheduledUpdatesLeftToday, groups, parameters, supportedFamilies,
         ]
 
         public static let updated = Signal(

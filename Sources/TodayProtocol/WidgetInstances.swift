@@ -108,6 +108,38 @@ public struct WidgetParameter: Sendable, Equatable {
         self.dynamic = dynamic
     }
 
+    /// The parameter as the Widget interface's Parameters property gives it.
+    public var dbusValue: Value {
+        var entries: [(String, Value)] = [
+            ("key", .string(key)), ("title", .string(title)), ("type", .string(type.rawValue)), ("dynamic", .boolean(dynamic)),
+            ("choices", .array(.dictionary(key: .string, value: .variant), choices.map { .vardict([("value", .string($0.value)), ("title", .string($0.title))]) })),
+        ]
+        if let defaultValue { entries.append(("default", ValueMapping.dbus(defaultValue))) }
+        return .vardict(entries)
+    }
+
+    /// What `dbusValue` gave, or nil.
+    public init?(dbusValue value: Value) {
+        guard let fields = value.stringDictionary, let key = fields["key"]?.string, let type = fields["type"]?.string.flatMap(Kind.init)
+        else { return nil }
+        self.init(
+            key: key, title: fields["title"]?.string ?? key, type: type, defaultValue: fields["default"].flatMap { try? ValueMapping.plist($0) },
+            choices: (fields["choices"]?.elements ?? []).compactMap { choice in
+                guard let choice = choice.stringDictionary, let value = choice["value"]?.string else { return nil }
+                return Choice(value: value, title: choice["title"]?.string ?? value)
+            },
+            dynamic: fields["dynamic"]?.bool ?? false)
+    }
+
+    /// A value typed on a command line, as this parameter takes it.
+    public func value(parsing text: String) -> PlistValue? {
+        switch type {
+        case .string, .choice: return .string(text)
+        case .integer: return Int64(text).map(PlistValue.integer)
+        case .boolean: return ["true": true, "yes": true, "1": true, "false": false, "no": false, "0": false][text].map(PlistValue.boolean)
+        }
+    }
+
     /// Whether `value` fits this parameter; nil, or what is wrong with it.
     public func problem(with value: PlistValue) -> String? {
         switch (type, value) {

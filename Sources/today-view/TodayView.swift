@@ -149,7 +149,7 @@ final class TodayView {
             guard let row else { return }
             let index = Int(gtk_list_box_row_get_index(row.assumingMemoryBound(to: GtkListBoxRow.self)))
             guard cards.indices.contains(index) else { return }
-            call(Today.widgetPath(cards[index].id), Today.widget.name, Today.Widget.activate, VariantDictionary([]))
+            call(cards[index].path, Today.widget.name, Today.Widget.activate, VariantDictionary([]))
         })
         let content = box(vertical: true, spacing: 0)
         self.content = content
@@ -305,17 +305,28 @@ final class TodayView {
     /// call starts todayd through D-Bus activation where it is installed.
     nonisolated static func fetch(_ connection: Connection) async -> [TodayCard]? {
         do {
-            let paths = try await connection.call(
-                Today.busName, path: Today.managerPath, interface: Today.center.name, Today.Center.listWidgets, timeout: .seconds(25)
-            ).value(ObjectPathList.self, answering: "ListWidgets").paths
+            // The user's layout (SPEC section 16); ListWidgets from a
+            // todayd that has none.
+            let paths: [ObjectPath]
+            if let layout = try? await connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+                [.string(Today.center.name.rawValue), .string(Today.Center.layout.name)], timeout: .seconds(25)
+            ).value(Variant.self, answering: "Get").value, case .array(.objectPath, let elements) = layout {
+                paths = elements.compactMap { if case .objectPath(let path) = $0 { path } else { nil } }
+            } else {
+                paths = try await connection.call(
+                    Today.busName, path: Today.managerPath, interface: Today.center.name, Today.Center.listWidgets, timeout: .seconds(25)
+                ).value(ObjectPathList.self, answering: "ListWidgets").paths
+            }
             var cards: [TodayCard] = []
             let directories = Directories(environment: ProcessInfo.processInfo.environment)
             for path in paths {
                 let reply = try await connection.call(
                     Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.widget.name.rawValue)])
                 let values = try reply.value(VariantDictionary.self, answering: "GetAll").dictionary
+                let id = WidgetInstanceID(path: path)?.description ?? values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue
                 cards.append(
-                    TodayCard(id: values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue, properties: values) {
+                    TodayCard(id: id, properties: values) {
                         AppIcon.desktopEntryIcon(of: $0, in: directories)
                     })
             }
@@ -471,12 +482,12 @@ final class TodayView {
         append(header, name)
         let spinner = gtk_spinner_new()!
         append(header, spinner)
-        let id = card.id
+        let path = card.path
         let refresh = button(nil, icon: "view-refresh-symbolic") { [self] in
             gtk_widget_set_visible(spinner, 1)
             gtk_spinner_start(cast(spinner))
             let running = MainLoopWidget(widget: spinner)
-            call(Today.widgetPath(id), Today.widget.name, Today.Widget.performUpdate) {
+            call(path, Today.widget.name, Today.Widget.performUpdate) {
                 gtk_spinner_stop(cast(running.widget))
                 gtk_widget_set_visible(running.widget, 0)
             }
@@ -500,7 +511,7 @@ final class TodayView {
             let text = item.title + (item.subtitle.map { " — \($0)" } ?? "")
             let row = button(text) { [self] in
                 if let action = item.action {
-                    call(Today.widgetPath(id), Today.widget.name, Today.Widget.performAction, action, VariantDictionary([]))
+                    call(path, Today.widget.name, Today.Widget.performAction, action, VariantDictionary([]))
                 } else if let url = item.url {
                     call(Today.managerPath, Today.center.name, Today.Center.openURL, url.absoluteString, VariantDictionary([]))
                 }
@@ -512,7 +523,7 @@ final class TodayView {
         if !card.actions.isEmpty {
             let bar = box(vertical: false, spacing: 6)
             for action in card.actions {
-                let press = { [self] in call(Today.widgetPath(id), Today.widget.name, Today.Widget.performAction, action.id, VariantDictionary([])) }
+                let press = { [self] in call(path, Today.widget.name, Today.Widget.performAction, action.id, VariantDictionary([])) }
                 let control: Widget
                 if action.isToggle {
                     control = shown(gtk_toggle_button_new()!)

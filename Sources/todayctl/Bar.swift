@@ -32,19 +32,21 @@ func bar(_ client: Client, _ arguments: [String], json: Bool) async throws {
         try await notificationsBar(client, format: format, once: once)
         return
     }
-    if let bad = arguments.first(where: { $0.hasPrefix("-") || !BundleCatalog.isValidBundleID($0) }) {
-        throw Failure.usage("'\(bad)' is not a widget id; `todayctl list` shows them")
+    if let bad = arguments.first(where: { $0.hasPrefix("-") || WidgetInstanceID($0) == nil }) {
+        throw Failure.usage("'\(bad)' is not a widget id (or id/number of a placed instance); `todayctl layout` shows them")
     }
     let chosen = arguments
 
     /// The widgets to show now; nil while todayd is away.
     func current() async -> [TodayCard]? {
         do {
-            let ids = chosen.isEmpty ? try await client.widgetIDs() : chosen
+            // Without widget ids: the layout, as the view shows it.
+            let ids = chosen.isEmpty ? try await client.layoutIDs() : chosen
             var widgets: [TodayCard] = []
             for id in ids {
                 do {
-                    widgets.append(TodayCard(id: id, properties: try await client.properties(Today.widgetPath(id))))
+                    let card = TodayCard(id: id, properties: [:])
+                    widgets.append(TodayCard(id: id, properties: try await client.properties(card.path)))
                 } catch let failure as Failure where failure.message.contains("no object") {
                     continue  // not installed (now): nothing to show for it
                 }
@@ -180,10 +182,10 @@ private func readClickLines(_ handle: @escaping @Sendable (PlistValue) -> Void) 
 /// first button or toggle its snapshot offers, when it offers one.
 private func readClicks(_ connection: Connection) throws {
     try readClickLines { click in
-        guard let id = click["instance"]?.string, click["name"]?.string == "todayd", BundleCatalog.isValidBundleID(id) else { return }
+        guard let id = click["instance"]?.string, click["name"]?.string == "todayd", let instance = WidgetInstanceID(id) else { return }
         let button = click["button"]?.int64 ?? 1
         Task {
-            let path = Today.widgetPath(id)
+            let path = instance.path
             if button == 3, let snapshot = try? await connection.call(
                 Today.busName, path: path, interface: .properties, member: .get,
                 [.string(Today.widget.name.rawValue), .string(Today.Widget.snapshot.name)]).value(Variant.self, answering: "Get").value,

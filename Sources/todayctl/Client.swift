@@ -85,11 +85,12 @@ struct Client {
         }
     }
 
+    /// The card of a widget (`id`) or a placed instance (`id/n`).
     func card(_ text: String) async throws -> TodayCard {
-        let id = try Self.widgetID(text)
+        guard let id = WidgetInstanceID(text) else { throw Failure.usage("'\(text)' is not a widget id; `todayctl list` shows them") }
         let values: [String: Value]
         do {
-            values = try await properties(Today.widgetPath(id))
+            values = try await properties(id.path)
         } catch let failure as Failure where failure.message.contains("no object") {
             throw Failure.refused("no widget '\(id)' is installed; `todayctl list` shows those that are")
         }

@@ -73,6 +73,19 @@ let commands: [Command] = [
         summary: "the notification center: its list, dismissing and acting on notifications, Do Not Disturb, each app's policy",
         operands: [.words(["list", "dismiss", "clear", "invoke", "reply", "dnd", "policy", "watch"]), .free, .free]),
     Command(name: "watch", usage: "watch", summary: "print changes as they happen, until interrupted"),
+    Command(name: "layout", usage: "layout", summary: "what the Today view shows, in order: position, instance, name, family, settings"),
+    Command(
+        name: "add", usage: "add WIDGET [--set KEY=VALUE]… [--family small|medium|large] [--at N]",
+        summary: "place another instance of a widget, with its settings", operands: [.widget],
+        options: [("--set", .free), ("--family", .words(["small", "medium", "large"])), ("--at", .free)]),
+    Command(
+        name: "remove", usage: "remove INSTANCE",
+        summary: "take an instance out of the layout (an added one is gone; a widget's own stays installed)", operands: [.free]),
+    Command(name: "move", usage: "move INSTANCE N", summary: "move an instance to position N of the layout (0: first)", operands: [.free, .free]),
+    Command(
+        name: "configure", usage: "configure INSTANCE [--set KEY=VALUE]… [--family small|medium|large]",
+        summary: "change an added instance's settings (the others stay)", operands: [.free],
+        options: [("--set", .free), ("--family", .words(["small", "medium", "large"]))]),
     Command(
         name: "new",
         usage:

@@ -29,6 +29,11 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
         case "bar": try await bar(client, arguments, json: json)
         case "notify": try await notify(client, arguments, json: json)
         case "notifications": try await notifications(client, arguments, json: json)
+        case "layout": try await layout(client, arguments, json: json)
+        case "add": try await add(client, arguments, json: json)
+        case "remove": try await remove(client, arguments, json: json)
+        case "move": try await move(client, arguments, json: json)
+        case "configure": try await configure(client, arguments, json: json)
         default: throw Failure.usage("unknown command '\(name)'")
         }
     }

@@ -28,7 +28,8 @@ func list(_ client: Client, _ arguments: [String], json: Bool) async throws {
 
 func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count <= 1 else { throw Failure.usage("show takes at most one widget id") }
-    let ids = try arguments.isEmpty ? await client.widgetIDs() : arguments
+    // As the view: the layout, in its order.
+    let ids = try arguments.isEmpty ? await client.layoutIDs() : arguments
     var cards: [TodayCard] = []
     for id in ids { cards.append(try await client.card(id)) }
     if json {
@@ -47,7 +48,11 @@ func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
         if index > 0 { Out.line("") }
         Out.line(Out.isTerminal ? card.framed(width: width) : card.plain(width: width))
     }
-    let hidden = cards.count - shown.count
+    // Widgets without content are not in the layout: counted, not shown.
+    var hidden = cards.count - shown.count
+    if arguments.isEmpty {
+        for id in try await client.widgetIDs() where !(try await client.card(id).hasContent) { hidden += 1 }
+    }
     if hidden > 0 { Out.line("\n(\(hidden) widget\(hidden == 1 ? "" : "s") without content hidden; `todayctl show WIDGET` shows one)") }
 }
 

@@ -297,4 +297,41 @@ import TodayProtocol
         #expect(try await eventually(10) { try await Self.layout(client) == [tokyo, next] })
         #expect(try await Self.snapshotBody(client, tokyo) == #"{"zone":"UTC","seconds":false}"#)
     }
+
+    /// todayctl's layout commands, as a person types them.
+    @Test(.timeLimit(.minutes(1)))
+    func todayctlPlacesMovesConfiguresAndRemoves() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try Self.clockApp(bundles)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        func todayctl(_ arguments: [String]) async throws -> (status: Int32, output: String, error: String) {
+            try await NotificationCommandTests.todayctl(daemon.address, arguments)
+        }
+        let kind = Self.clock.rawValue
+        #expect(try await todayctl(["layout"]).output == "0\t\(kind)\tWorld\tsmall\n")
+        #expect(try await todayctl(["add", kind, "--set", "zone=Asia/Tokyo", "--set", "seconds=yes", "--family", "medium"]).output == "added \(kind)/1\n")
+        let bad = try await todayctl(["add", kind, "--set", "seconds=maybe"])
+        #expect(bad.status == 2 && bad.error.contains("'maybe' is not a value for seconds"), "\(bad)")
+        let refused = try await todayctl(["add", kind, "--set", "zone=Mars"])
+        #expect(refused.status == 1 && refused.error.contains("'Mars' is not one of its choices"), "\(refused)")
+        #expect(try await todayctl(["add", kind, "--at", "0"]).output == "added \(kind)/2\n")
+        #expect(try await todayctl(["move", "\(kind)/2", "2"]).status == 0)
+        #expect(try await todayctl(["configure", "\(kind)/1", "--set", "zone=UTC"]).status == 0)
+        let listed = try await todayctl(["layout"]).output
+        #expect(
+            listed == "0\t\(kind)\tWorld\tsmall\n1\t\(kind)/1\tWorld\tmedium\t{\"seconds\":true,\"zone\":\"UTC\"}\n2\t\(kind)/2\tWorld\tsmall\n",
+            "\(listed)")
+        let json = try await todayctl(["layout", "--json"]).output
+        #expect(json.contains(#""instance" : "\#(kind)/1""#) || json.contains(#""instance": "\#(kind)/1""#), "\(json)")
+        #expect(try await todayctl(["remove", "\(kind)/2"]).output == "removed \(kind)/2\n")
+        #expect(try await Self.layout(client).map(\.description) == [kind, "\(kind)/1"])
+        // The view's order, in show: the added instance's card follows the kind's.
+        #expect(try await eventually(10) { try await Self.snapshotTitle(client, WidgetInstanceID(kind: Self.clock, number: 1)) == "[1] medium" })
+        let shown = try await todayctl(["show"]).output
+        #expect(shown.contains("[1] medium"), "\(shown)")
+    }
 }

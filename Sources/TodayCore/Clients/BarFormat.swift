@@ -36,7 +36,7 @@ extension TodayCard {
     /// The command a click runs in bars that run commands: Activate, as
     /// gdbus sends it (no ':' in it, which polybar's action tags reserve).
     public var clickCommand: String {
-        "gdbus call --session --dest \(Today.busName.rawValue) --object-path \(Today.widgetPath(id).rawValue) --method \(Today.widget.name.rawValue).Activate {}"
+        "gdbus call --session --dest \(Today.busName.rawValue) --object-path \(path.rawValue) --method \(Today.widget.name.rawValue).Activate {}"
     }
 }
 

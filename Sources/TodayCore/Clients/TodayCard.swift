@@ -12,6 +12,8 @@ public struct TodayCard: Equatable, Sendable {
         case path(String)
     }
 
+    /// The instance: the widget's id for its own instance, `id/n` for an
+    /// added one (SPEC section 16).
     public var id: String
     public var name: String
     /// The container app's `CFBundleIconFile`, nil when none.
@@ -41,6 +43,9 @@ public struct TodayCard: Equatable, Sendable {
             && a.lastFailure == b.lastFailure && a.lastUpdated == b.lastUpdated && a.updateInterval == b.updateInterval
             && a.nextEntryDate == b.nextEntryDate && a.preferredHeight == b.preferredHeight && a.margins == b.margins
     }
+
+    /// The object the card shows.
+    public var path: ObjectPath { WidgetInstanceID(id)?.path ?? Today.widgetPath(id) }
 
     /// The card for widget `id` with D-Bus properties `values`;
     /// `entryIcon` finds the icon a container app's desktop entry names,

@@ -70,6 +70,10 @@ extension WidgetService {
         },
         WidgetPropertyRow(Members.scheduledUpdatesLeftToday, .outcome) { data, now in .uint32(data.record.schedule.left(at: now)) },
         WidgetPropertyRow(Members.groups, .manifest) { data, _ in .strings(data.manifest.groups.map(\.rawValue)) },
+        WidgetPropertyRow(Members.parameters, .manifest) { data, _ in
+            .array(.dictionary(key: .string, value: .variant), data.manifest.parameters.map(\.dbusValue))
+        },
+        WidgetPropertyRow(Members.supportedFamilies, .manifest) { data, _ in .strings(data.manifest.families.map(\.rawValue)) },
     ]
 
     /// The values of the rows from `sources`, in declaration order.
