@@ -136,7 +136,7 @@ public enum Today {
 
     public static let widget = Interface(
         InterfaceName("io.github.todayd.Today1.Widget"),
-        methods: [Widget.performUpdate, Widget.activate, Widget.performAction, Widget.getTimeline],
+        methods: [Widget.performUpdate, Widget.activate, Widget.performAction, Widget.getTimeline, Widget.getPreview, Widget.getOptions],
         properties: Widget.properties,
         signals: [Widget.updated, Widget.actionPerformed],
         doc: "io.github.todayd.Today1.Widget: one object per widget extension.")
@@ -201,6 +201,15 @@ public enum Today {
                 default where it has one, choices (aa{sv} of value and title), dynamic.
                 """)
         public static let supportedFamilies = Property("SupportedFamilies", "as", doc: "TodaySupportedFamilies; the first is the default.")
+        public static let getPreview = MethodDeclaration(
+            MemberName("GetPreview"), in: ("configuration", VariantDictionary.self), ("family", String.self), out: [Argument("snapshot", "a{sv}")],
+            doc: """
+                What the kind looks like, for the gallery: its TodayPlaceholder, else a provider run with TODAY_PREVIEW=1
+                (context preview true) under a 2 s limit, kept for the next call with the same settings.
+                """)
+        public static let getOptions = MethodDeclaration(
+            MemberName("GetOptions"), in: ("key", String.self), out: [Argument("choices", "aa{sv}")],
+            doc: "A dynamic choice's values (value, title), from the provider's perform-options KEY, for a form.")
 
         /// In the order of SPEC section 4, which is the order GetAll answers in.
         public static let properties = [
@@ -245,7 +254,10 @@ public enum Today {
 
     public static let provider = Interface(
         InterfaceName("io.github.todayd.Today1.Provider"),
-        methods: [Provider.performUpdate, Provider.getTimeline, Provider.performAction],
+        methods: [
+            Provider.performUpdate, Provider.getTimeline, Provider.performAction, Provider.performUpdateIn, Provider.getTimelineIn,
+            Provider.performActionIn,
+        ],
         doc: "io.github.todayd.Today1.Provider: served by D-Bus widget providers at /io/github/todayd/Today1/Provider.")
 
     /// The members of `provider`, which todayd calls.
@@ -262,6 +274,22 @@ public enum Today {
             in: ("action_id", String.self), ("arguments", VariantDictionary.self), ("previous_snapshot", VariantDictionary.self),
             out: [Argument("result", "s"), Argument("snapshot", "a{sv}")],
             doc: "An action of the snapshot; arguments has state (b) for a toggle: the state asked for.")
+        public static let performUpdateIn = MethodDeclaration(
+            MemberName("PerformUpdateIn"), in: ("context", VariantDictionary.self), ("previous_snapshot", VariantDictionary.self),
+            out: [Argument("result", "s"), Argument("snapshot", "a{sv}")],
+            doc: """
+                PerformUpdate for one instance, called instead where the widget sets TodayParameters or TodaySupportedFamilies:
+                context has instance (s, empty for the kind's own), configuration (a{sv}), family (s) and preview (b).
+                """)
+        public static let getTimelineIn = MethodDeclaration(
+            MemberName("GetTimelineIn"), in: ("context", VariantDictionary.self), ("previous_snapshot", VariantDictionary.self),
+            out: [Argument("result", "s"), Argument("entries", "aa{sv}"), Argument("policy", "a{sv}")],
+            doc: "GetTimeline for one instance, as PerformUpdateIn.")
+        public static let performActionIn = MethodDeclaration(
+            MemberName("PerformActionIn"),
+            in: ("context", VariantDictionary.self), ("action_id", String.self), ("arguments", VariantDictionary.self),
+            ("previous_snapshot", VariantDictionary.self), out: [Argument("result", "s"), Argument("snapshot", "a{sv}")],
+            doc: "PerformAction for one instance, as PerformUpdateIn.")
     }
 
     /// org.freedesktop.Application, of the Desktop Entry specification's

@@ -281,6 +281,10 @@ import TodayProtocol
                         "PerformAction": { call in
                             [.string("new-data"), .vardict([("title", .string("pressed \(call.arguments[0].string ?? "")")), ("count", .int32(4))])]
                         },
+                        // Kinds without parameters or families are never asked for an instance.
+                        "PerformUpdateIn": { _ in throw DBusError.failed("not configurable: PerformUpdate is called") },
+                        "GetTimelineIn": { _ in throw DBusError.failed("not configurable: GetTimeline is called") },
+                        "PerformActionIn": { _ in throw DBusError.failed("not configurable: PerformAction is called") },
                         // Widgets with TodayTimeline are asked for dated entries.
                         "GetTimeline": { _ in
                             let now = UInt64(Date().timeIntervalSince1970) * 1_000_000

@@ -334,4 +334,129 @@ import TodayProtocol
         let shown = try await todayctl(["show"]).output
         #expect(shown.contains("[1] medium"), "\(shown)")
     }
+
+    /// The gallery's preview and a form's dynamic choices: a provider run
+    /// with TODAY_PREVIEW=1 (kept), or the manifest's TodayPlaceholder with
+    /// no run; `perform-options KEY`.
+    @Test(.timeLimit(.minutes(1)))
+    func previewsAndDynamicChoices() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        // Each run says so in its container (the sandbox lets it write there).
+        let script = #"""
+            echo "$1 $TODAY_PREVIEW $TODAY_FAMILY" >> "$TODAY_CONTAINER/log"
+            if [ "$1" = perform-options ]; then printf '{"choices": [{"value": "mpv", "title": "mpv"}, {"value": "vlc"}]}'; exit 0; fi
+            printf '{"result": "new-data", "snapshot": {"title": "preview=%s %s"}}' "$TODAY_PREVIEW" "$(printf '%s' "$TODAY_CONFIGURATION" | sed 's/"/\\"/g')"
+            """#
+        let parameters: PlistValue = .array([.dictionary(["key": .string("player"), "type": .string("choice"), "dynamic": .boolean(true)])])
+        try bundles.addApp(
+            "org.example.Media",
+            widgets: [
+                .init(name: "Playing", script: script, attributes: ["TodayParameters": parameters, "TodaySupportedFamilies": .array([.string("large")])]),
+                .init(name: "Shelf", script: "exit 1", attributes: ["TodayPlaceholder": .dictionary(["title": .string("Your books")])]),
+            ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let playing = WidgetInstanceID(kind: BundleID("org.example.Media.Playing"))
+        func preview(_ id: WidgetInstanceID, _ configuration: [(String, Value)]) async throws -> String {
+            let reply = try await client.call(
+                Today.busName, path: id.path, interface: Today.widget.name, member: MemberName("GetPreview"),
+                [VariantDictionary(configuration).value, .string("")])
+            return reply.body.first?.stringDictionary?["title"]?.string ?? ""
+        }
+        #expect(try await preview(playing, [("player", .string("mpv"))]) == #"preview=1 {"player":"mpv"}"#)
+        #expect(try await preview(playing, [("player", .string("mpv"))]) == #"preview=1 {"player":"mpv"}"#)
+        let log = daemon.home.path + "/data/todayd/containers/org.example.Media.Playing/log"
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "perform-update 1 large\n", "the second is the kept answer")
+        #expect(try await preview(WidgetInstanceID(kind: BundleID("org.example.Media.Shelf")), []) == "Your books", "no run: its provider fails")
+
+        let reply = try await client.call(
+            Today.busName, path: playing.path, interface: Today.widget.name, member: MemberName("GetOptions"), [.string("player")])
+        let choices = (reply.body.first?.elements ?? []).compactMap { $0.stringDictionary?["value"]?.string }
+        #expect(choices == ["mpv", "vlc"])
+        let parametersProperty = try await client.property(playing.kind.rawValue, "Parameters")
+        #expect(parametersProperty.elements?.first?.stringDictionary?["dynamic"]?.bool == true)
+        #expect(try await client.property(playing.kind.rawValue, "SupportedFamilies") == .strings(["large"]))
+    }
+
+    /// A D-Bus provider of a configurable kind is asked through the `…In`
+    /// methods, with the instance's context.
+    @Test(.timeLimit(.minutes(1)))
+    func aBusProviderLearnsItsInstance() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let parameters: PlistValue = .array([.dictionary(["key": .string("city"), "type": .string("string"), "default": .string("Oslo")])])
+        try bundles.addApp(
+            "org.example.Sky", widgets: [.init(name: "Weather", attributes: ["TodayParameters": parameters], busName: "org.example.Sky.Provider")])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let provider = try Connection(address: daemon.address)
+        defer { provider.close() }
+        provider.objects.export(
+            Today.providerPath,
+            [
+                ExportedInterface(
+                    Today.provider,
+                    methods: [
+                        "PerformUpdateIn": { call in
+                            let context = call.arguments[0].stringDictionary ?? [:]
+                            let city = context["configuration"]?.stringDictionary?["city"]?.string ?? "?"
+                            let title = "\(context["instance"]?.string ?? "?")|\(city)|\(context["family"]?.string ?? "?")|\(context["preview"]?.bool ?? true)"
+                            return [.string("new-data"), .vardict([("title", .string(title))])]
+                        },
+                        // A configurable kind is never asked without its instance.
+                        "PerformUpdate": { _ in throw DBusError.failed("PerformUpdateIn is called") },
+                        "GetTimeline": { _ in throw DBusError.failed("GetTimelineIn is called") },
+                        "PerformAction": { _ in throw DBusError.failed("PerformActionIn is called") },
+                        "GetTimelineIn": { _ in throw DBusError.failed("no TodayTimeline") },
+                        "PerformActionIn": { _ in throw DBusError.failed("no actions") },
+                    ])
+            ])
+        _ = try await provider.requestName(BusName("org.example.Sky.Provider"), flags: [.doNotQueue])
+        let kind = BundleID("org.example.Sky.Weather")
+        let reply = try await client.center(
+            "AddWidget", [.string(kind.rawValue), VariantDictionary([("city", .string("Lima"))]).value, .string(""), .int32(-1)])
+        guard case .objectPath(let path)? = reply.body.first, let lima = WidgetInstanceID(path: path) else {
+            Issue.record("no instance")
+            return
+        }
+        #expect(try await eventually(10) { try await Self.snapshotTitle(client, lima) == "1|Lima|medium|false" })
+        _ = try await client.center("PerformUpdate", [.string(kind.rawValue)])
+        #expect(try await Self.snapshotTitle(client, WidgetInstanceID(kind: kind)) == "|Oslo|medium|false")
+    }
+
+    /// layout.plist edited by hand while todayd runs: the layout and the
+    /// instances' settings follow it.
+    @Test(.timeLimit(.minutes(1)))
+    func theLayoutFileEditedByHand() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try Self.clockApp(bundles)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let tokyo = try await Self.add(client, [("zone", .string("Asia/Tokyo"))])
+        let kind = WidgetInstanceID(kind: Self.clock)
+        #expect(try await Self.layout(client) == [kind, tokyo])
+        #expect(try await eventually(10) { try await Self.snapshotBody(client, tokyo).contains("Asia/Tokyo") })
+
+        let file = daemon.home.path + "/.config/todayd/layout.plist"
+        var stored = try Plist.read(contentsOf: file).dictionary ?? [:]
+        stored["Layout"] = .array([.string(tokyo.description), .string(kind.description)])
+        stored["Instances"] = .dictionary([tokyo.description: .dictionary(["Family": .string("medium"), "Configuration": .dictionary(["zone": .string("Europe/Berlin")])])])
+        try Plist.write(.dictionary(stored), format: .xml).write(to: URL(fileURLWithPath: file + ".new"))
+        #expect(rename(file + ".new", file) == 0)
+        // Replaced, as editors save.
+        #expect(try await eventually(10) { try await Self.layout(client) == [tokyo, kind] })
+        #expect(try await eventually(10) { try await Self.snapshotBody(client, tokyo).contains("Europe/Berlin") })
+        // A broken file changes nothing.
+        try Data("<plist><dict><key>Layout".utf8).write(to: URL(fileURLWithPath: file))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.layout(client) == [tokyo, kind])
+    }
 }

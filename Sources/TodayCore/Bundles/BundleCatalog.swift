@@ -53,6 +53,11 @@ public struct WidgetManifest: Sendable, Equatable {
     public var parameters: [WidgetParameter] = []
     /// TodaySupportedFamilies, the first the default.
     public var families: [WidgetFamily] = [.medium]
+    /// Whether the manifest declares either: a D-Bus provider is then
+    /// asked through the `…In` methods, with the instance's context.
+    public var configurable = false
+    /// TodayPlaceholder: the gallery's preview, shown without a run.
+    public var placeholder: PlistDictionary?
 
     /// The container app's folder (the `.app` that holds `path`).
     public var appPath: String { PathText.parent(of: PathText.parent(of: path)) }
@@ -242,10 +247,22 @@ public struct BundleCatalog: Sendable {
                 throw BundleProblem(file: path, key: prefix + "TodayProviderBusName", message: "'\(busName)' is not a well-known D-Bus name such as org.example.App.Provider")
             }
             let timeline = try boolean(attributes, "TodayTimeline", in: path, prefix: prefix) ?? false
-            let parameters = try parameters(attributes, in: path, prefix: prefix)
+            let declaredParameters = try parameters(attributes, in: path, prefix: prefix)
             let families = try families(attributes, in: path, prefix: prefix)
+            let placeholder = try dictionary(attributes, "TodayPlaceholder", in: path, prefix: prefix)
+            if let placeholder, let problem = Snapshot.problem(in: placeholder) {
+                throw BundleProblem(file: path, key: prefix + "TodayPlaceholder", message: "not a snapshot: \(problem)")
+            }
             let baseName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id.rawValue
-            let localizedNames = try Localization.displayNames(of: appex)
+            let tables = try Localization.tables(of: appex)
+            let localizedNames = tables.compactMapValues { $0["CFBundleDisplayName"] ?? $0["CFBundleName"] }
+            // Titles of parameters and choices are keys of the same tables.
+            let parameters = declaredParameters.map { parameter in
+                var localized = parameter
+                localized.title = Localization.localized(parameter.title, in: tables, for: languages)
+                localized.choices = parameter.choices.map { .init(value: $0.value, title: Localization.localized($0.title, in: tables, for: languages)) }
+                return localized
+            }
             let displayName = Localization.choose(localizedNames, for: languages) ?? baseName
             widgets.append(
                 WidgetManifest(
@@ -253,7 +270,8 @@ public struct BundleCatalog: Sendable {
                     preferredHeight: height, marginInsets: insets, updateInterval: UInt32(interval), groups: groups, path: appex,
                     executable: providerExecutable, updateTimeout: UInt32(timeout), memoryLimit: UInt64(memory),
                     providerBusName: busName, timeline: timeline, networkClient: entitlements.networkClient,
-                    localizedDisplayNames: localizedNames, parameters: parameters, families: families))
+                    localizedDisplayNames: localizedNames, parameters: parameters, families: families,
+                    configurable: !declaredParameters.isEmpty || attributes["TodaySupportedFamilies"] != nil, placeholder: placeholder))
         }
         let app = AppManifest(
             bundleIdentifier: appID, path: app, displayName: appName, executable: appExecutable, urlSchemes: schemes,

@@ -8,7 +8,12 @@ public enum Localization {
     /// The display name of each localization of `bundle`, by language tag
     /// (`de`, `pt_BR`), or the problem of a `.strings` file that does not read.
     static func displayNames(of bundle: String) throws -> [String: String] {
-        var names: [String: String] = [:]
+        try tables(of: bundle).compactMapValues { $0["CFBundleDisplayName"] ?? $0["CFBundleName"] }
+    }
+
+    /// Every `<lang>.lproj/InfoPlist.strings` of `bundle`, by language tag.
+    static func tables(of bundle: String) throws -> [String: [String: String]] {
+        var tables: [String: [String: String]] = [:]
         for folder in FileSystem.entries(bundle).sorted() where folder.hasSuffix(".lproj") && folder != "Base.lproj" {
             let file = bundle + "/" + folder + "/InfoPlist.strings"
             guard FileSystem.exists(file) else { continue }
@@ -18,11 +23,15 @@ public enum Localization {
             } catch {
                 throw BundleProblem(file: file, key: "-", message: "not a readable .strings file (\(error)); fix or remove it")
             }
-            let strings = Dictionary(entries.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })
-            guard let name = strings["CFBundleDisplayName"] ?? strings["CFBundleName"] else { continue }
-            names[tag(String(folder.dropLast(6)))] = name
+            tables[tag(String(folder.dropLast(6)))] = Dictionary(entries.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })
         }
-        return names
+        return tables
+    }
+
+    /// `text` in the first of `languages` whose table has it as a key
+    /// (a parameter's title, a choice's); else `text`.
+    static func localized(_ text: String, in tables: [String: [String: String]], for languages: [String]) -> String {
+        languages.lazy.compactMap { tables[$0]?[text] }.first ?? text
     }
 
     static func readFile(_ path: String) throws -> Data {

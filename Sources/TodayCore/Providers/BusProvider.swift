@@ -12,11 +12,18 @@ struct BusProvider {
 
     /// Whether to ask with `GetTimeline` (the widget sets TodayTimeline).
     var timeline = false
+    /// The instance served, where the kind is configurable: the `…In`
+    /// methods are called with it (SPEC section 16).
+    var context: VariantDictionary?
 
     func run(previous: PlistDictionary) async -> ProviderOutcome {
         guard let previous = VariantDictionary(ValueMapping.dbus(previous)) else { return .failed(.noProvider) }
-        if timeline { return await call(Today.Provider.getTimeline, previous) }
-        return await call(Today.Provider.performUpdate, previous)
+        switch (timeline, context) {
+        case (true, let context?): return await call(Today.Provider.getTimelineIn, context, previous)
+        case (true, nil): return await call(Today.Provider.getTimeline, previous)
+        case (false, let context?): return await call(Today.Provider.performUpdateIn, context, previous)
+        case (false, nil): return await call(Today.Provider.performUpdate, previous)
+        }
     }
 
     /// `PerformAction(action_id, arguments, previous_snapshot)` (SPEC section 10).
@@ -24,7 +31,16 @@ struct BusProvider {
         guard let arguments = VariantDictionary(ValueMapping.dbus(arguments)), let previous = VariantDictionary(ValueMapping.dbus(previous)) else {
             return .failed(.noProvider)
         }
+        if let context { return await call(Today.Provider.performActionIn, context, id, arguments, previous) }
         return await call(Today.Provider.performAction, id, arguments, previous)
+    }
+
+    /// The context of `instance` for the `…In` methods.
+    static func context(_ instance: ProviderInstance, preview: Bool = false) -> VariantDictionary {
+        VariantDictionary([
+            ("instance", .string(instance.id.environmentValue)), ("configuration", ValueMapping.dbus(instance.configuration)),
+            ("family", .string(instance.family.rawValue)), ("preview", .boolean(preview)),
+        ])
     }
 
     /// Calls `method` of the Provider interface and reads its answer: `(s
@@ -32,7 +48,7 @@ struct BusProvider {
     /// entries, a{sv} policy)`.
     private func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) async -> ProviderOutcome {
         guard let bus = BusName(rawValue: name) else { return .failed(.noProvider) }
-        let isTimeline = method.method.name == Today.Provider.getTimeline.method.name
+        let isTimeline = [Today.Provider.getTimeline.method.name, Today.Provider.getTimelineIn.method.name].contains(method.method.name)
         let arguments = method.values(repeat each inputs)
         let reply: Message
         do {

@@ -221,18 +221,62 @@ public final class ExecProvider: Sendable {
     public func runBlocking(
         previous: PlistDictionary, action: ProviderAction? = nil, running: RunningProviders, log: @escaping @Sendable (String) -> Void
     ) -> (outcome: ProviderOutcome, outputBytes: Int) {
+        let request: ProviderRequest = action.map { .action($0) } ?? .update
+        switch collect(request, previous: previous, running: running, log: log) {
+        case .failed(let reason): return (.failed(reason), 0)
+        case .output(let output): return (Self.parse(output), output.count)
+        }
+    }
+
+    /// What a run beside updates and actions asks for (SPEC section 16).
+    public enum ProviderRequest: Sendable, Equatable {
+        case update
+        case action(ProviderAction)
+        /// An update for the gallery: TODAY_PREVIEW=1, sample data, fast.
+        case preview
+        /// `perform-options KEY`: a dynamic choice's values.
+        case options(String)
+    }
+
+    /// What a run wrote on standard output, or why it came to nothing.
+    public enum Collected: Sendable {
+        case output(Data)
+        case failed(FailureReason)
+    }
+
+    /// A preview answers within this, or is not shown.
+    public static let previewTimeout = Duration.seconds(2)
+
+    /// Runs the provider for `request` and returns what it wrote on
+    /// standard output, or why it came to nothing.
+    public func collect(
+        _ request: ProviderRequest, previous: PlistDictionary, running: RunningProviders, log: @escaping @Sendable (String) -> Void
+    ) -> Collected {
         let input: Data
         do {
             try DurableFile.makeFolder(container)
             input = try lastInput.encoding(previous)
         } catch {
             log("cannot prepare the provider: \(error)")
-            return (.failed(.noProvider), 0)
+            return .failed(.noProvider)
+        }
+        var limits = self.limits
+        let launch: (arguments: [CStrings], environment: [CStrings])
+        switch request {
+        case .update: launch = self.launch
+        case .action(let action): launch = actionLaunch(action)
+        case .preview:
+            launch = (self.launch.arguments, Self.launchEnvironment(environment, ownVariables + [(name: "TODAY_PREVIEW", value: "1")]))
+            limits.timeout = min(limits.timeout, Self.previewTimeout)
+        case .options(let key):
+            launch = (
+                Self.launchArguments(executable, ["perform-options", key], sandbox),
+                Self.launchEnvironment(environment, ownVariables + [(name: "TODAY_OPTIONS_KEY", value: key)])
+            )
         }
         var child: SpawnedProcess
         running.starting()
         do {
-            let launch = action.map(actionLaunch) ?? launch
             child = try SpawnedProcess(
                 program, arguments: CStrings(joining: launch.arguments), directory: container,
                 environment: CStrings(joining: launch.environment))
@@ -240,23 +284,21 @@ public final class ExecProvider: Sendable {
         } catch {
             running.started(nil, widgetID)
             log("cannot start \(executable): \(error)")
-            return (.failed(.noProvider), 0)
+            return .failed(.noProvider)
         }
         let pid = child.pid
         running.started(pid, widgetID)
         let collected = child.communicate(input: input, limits: limits, log: log) {
             running.remove(pid)
         }
-        let outcome: ProviderOutcome =
-            switch collected.ending {
-            case .killed(let reason): .failed(reason)
-            case .exited(0): Self.parse(collected.output)
-            // bwrap exits with 128 + N when what it ran was ended by signal N.
-            case .exited(let code) where sandbox != nil && (129...192).contains(code): .failed(.signal(code - 128))
-            case .exited(let code): .failed(.exit(code))
-            case .signaled(let number): .failed(.signal(number))
-            }
-        return (outcome, collected.output.count)
+        switch collected.ending {
+        case .killed(let reason): return .failed(reason)
+        case .exited(0): return .output(collected.output)
+        // bwrap exits with 128 + N when what it ran was ended by signal N.
+        case .exited(let code) where sandbox != nil && (129...192).contains(code): return .failed(.signal(code - 128))
+        case .exited(let code): return .failed(.exit(code))
+        case .signaled(let number): return .failed(.signal(number))
+        }
     }
 
     /// Reads a provider's answer: `{result, snapshot}` as an XML plist or

@@ -189,6 +189,7 @@ public enum Daemon {
         if let watcher {
             service.mimeIndex.follow(watcher)
             service.notifications?.follow(watcher)
+            service.widgets.follow(watcher)
         } else {
             log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP")
         }

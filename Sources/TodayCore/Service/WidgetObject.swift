@@ -27,6 +27,14 @@ extension WidgetService {
                     guard let self else { throw gone }
                     return [try self.timelineValue(id)]
                 },
+                Members.getPreview.task { [weak self] _, configuration, family in
+                    guard let self else { throw gone }
+                    return [try await self.preview(id, configuration: configuration, family: family)]
+                },
+                Members.getOptions.task { [weak self] _, key in
+                    guard let self else { throw gone }
+                    return [try await self.options(id, key: key)]
+                },
             ])
     }
 }

@@ -131,7 +131,8 @@ extension WidgetService {
         }
         if let name = manifest.providerBusName {
             let provider = BusProvider(
-                connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline)
+                connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline,
+                context: manifest.configurable ? BusProvider.context(instance) : nil)
             Task {
                 if let action {
                     let arguments: PlistDictionary = action.state.map { ["state": .boolean($0)] } ?? [:]

@@ -91,6 +91,24 @@ extension WidgetService {
                 return (changes, due)
             }
 
+            /// Takes the layout's settings for this instance, checked against
+            /// the manifest (what no longer fits is logged, and the defaults
+            /// stand); true when they changed what the provider is given.
+            mutating func apply(_ placed: WidgetLayout.Placed, for id: WidgetInstanceID, log: Logger) -> Bool {
+                var configuration = PlistDictionary()
+                do {
+                    configuration = try WidgetConfiguration.checked(placed.configuration, against: manifest.parameters)
+                } catch {
+                    log.warning("\(id): its stored configuration does not fit the widget (\(error)); it has the defaults")
+                }
+                let family = manifest.families.contains(placed.family) ? placed.family : (manifest.families.first ?? .medium)
+                guard configuration != self.configuration || family != self.family else { return false }
+                self.configuration = configuration
+                self.family = family
+                provider = nil
+                return true
+            }
+
             /// What decides the next scheduled update: the timeline's policy.
             var reload: Schedule.Reload {
                 switch timeline.policy {

@@ -41,6 +41,35 @@ extension WidgetService {
         }
     }
 
+    /// Reads layout.plist again whenever it changes (edited by hand, a
+    /// dotfile manager): the objects follow it as they follow a rescan.
+    /// A file that does not read leaves the layout as it was.
+    func follow(_ watcher: BundleWatcher) {
+        watcher.watchAlso([PathText.parent(of: layoutStore.path)], for: "widget-layout") { [weak self, weak watcher] in
+            guard let self, let watcher else { return }
+            self.layoutFileChanged()
+            self.follow(watcher)
+        }
+    }
+
+    private func layoutFileChanged() {
+        // Read under the lock its writes hold: what is read is never
+        // older than the layout kept.
+        let catalog = state.withLock { state -> BundleCatalog? in
+            var unreadable = false
+            let read = layoutStore.read { problem in
+                unreadable = unreadable || !problem.contains("left out")
+                log.warning(problem)
+            }
+            guard !unreadable, state.layout != read else { return nil }
+            state.layout = read
+            return state.catalog
+        }
+        guard let catalog else { return }
+        log.info("the layout read again from \(layoutStore.path)")
+        update(from: catalog)
+    }
+
     /// Writes `layout`, saying so in the log where it cannot.
     func saveLayout(_ layout: WidgetLayout) {
         do {
@@ -68,7 +97,7 @@ extension WidgetService {
     }
 
     /// The settings asked for, checked against the kind's manifest.
-    private static func settings(
+    static func settings(
         _ given: VariantDictionary, family: String, for manifest: WidgetManifest
     ) throws -> WidgetLayout.Placed {
         var configuration = PlistDictionary()

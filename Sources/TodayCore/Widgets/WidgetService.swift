@@ -43,6 +43,12 @@ final class WidgetService: Sendable {
         var layout = WidgetLayout()
         /// The last Layout announced.
         var announcedLayout: [WidgetInstanceID]?
+        /// The last scan of the bundle folders, which a layout read again
+        /// from its file is laid over.
+        var catalog: BundleCatalog?
+        /// GetPreview's answers, by kind, family and configuration; a
+        /// rescan that changes a manifest forgets them.
+        var previews: [String: PlistDictionary] = [:]
         var stopping = false
         /// Update calls each connection has waiting for an answer.
         var pendingCalls: [String: Int] = [:]
@@ -185,7 +191,9 @@ final class WidgetService: Sendable {
         var removed: [WidgetInstanceID] = []
         var changed: [Widget] = []
         var layoutToSave: WidgetLayout?
+        var configured: [Widget] = []
         state.withLock { state in
+            state.catalog = catalog
             let fresh = Dictionary(catalog.widgets.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
             let kinds = catalog.widgets.map(\.bundleIdentifier).filter { fresh[$0] != nil }
             if state.layout.adopt(kinds) { layoutToSave = state.layout }
@@ -204,6 +212,10 @@ final class WidgetService: Sendable {
                         return true
                     }
                     if differs { changed.append(existing) }
+                    // Settings the file holds now (edited by hand).
+                    if let placed = state.layout.instances[id], existing.data.withLock({ $0.apply(placed, for: id, log: log) }) {
+                        configured.append(existing)
+                    }
                 } else {
                     let widget = makeInstance(id, manifest: manifest, placed: state.layout.instances[id], at: now)
                     state.widgets[id] = widget
@@ -211,6 +223,7 @@ final class WidgetService: Sendable {
                 }
             }
             state.order = kinds
+            if !changed.isEmpty || !removed.isEmpty { state.previews = [:] }
         }
         for id in removed {
             connection.objects.unexport(id.path)
@@ -221,6 +234,10 @@ final class WidgetService: Sendable {
             log.debug("widget added: \(widget.id) from \(widget.data.withLock { $0.manifest.path })")
         }
         for widget in changed { publish(widget) }
+        for widget in configured {
+            widget.instanceObject?.set(widget.data.withLock { Self.instanceProperties(of: $0) }.map { ($0.key, $0.value) })
+            performUpdate(widget.id) { _ in }
+        }
         if let layoutToSave { saveLayout(layoutToSave) }
         announceLayout()
         scheduler.poke()
@@ -234,14 +251,7 @@ final class WidgetService: Sendable {
         let timeline = store.timeline(id, shownSince: shownSince, at: now) { log.warning($0) }
         var data = Widget.Data(manifest: manifest, record: record, timeline: timeline)
         data.family = manifest.families.first ?? .medium
-        if let placed {
-            do {
-                data.configuration = try WidgetConfiguration.checked(placed.configuration, against: manifest.parameters)
-            } catch {
-                log.warning("\(id): its stored configuration no longer fits the widget (\(error)); it starts from the defaults")
-            }
-            data.family = manifest.families.contains(placed.family) ? placed.family : data.family
-        }
+        if let placed { _ = data.apply(placed, for: id, log: log) }
         data.sandboxed = manifest.providerBusName == nil && confinement.sandboxed
         data.record.schedule.plan(at: now, reload: data.reload, hasContent: record.hasContent, outcome: nil, scheduled: false)
         let object = widgetObject(id, properties: Self.properties(of: data, at: now))
