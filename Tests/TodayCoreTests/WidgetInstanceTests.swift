@@ -459,4 +459,53 @@ import TodayProtocol
         try await Task.sleep(for: .milliseconds(300))
         #expect(try await Self.layout(client) == [tokyo, kind])
     }
+
+    /// Budgets and back-off are each instance's: one whose settings make
+    /// its provider fail is refused on request while it backs off, and the
+    /// kind's other instances update as before.
+    @Test(.timeLimit(.minutes(1)))
+    func aFailingInstanceBacksOffAlone() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let parameters: PlistValue = .array([.dictionary(["key": .string("fail"), "type": .string("boolean"), "default": .boolean(false)])])
+        try bundles.addApp(
+            "org.example.Flaky",
+            widgets: [
+                .init(
+                    name: "W",
+                    script: #"case "$TODAY_CONFIGURATION" in *true*) exit 3;; esac; printf '{"result": "new-data", "snapshot": {"title": "fine %s"}}' "$TODAY_INSTANCE""#,
+                    attributes: ["TodayParameters": parameters])
+            ])
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let kindID = BundleID("org.example.Flaky.W")
+        let kind = kindID.rawValue
+        let reply = try await client.center("AddWidget", [.string(kind), VariantDictionary([("fail", .boolean(true))]).value, .string(""), .int32(-1)])
+        guard case .objectPath(let path)? = reply.body.first, let failing = WidgetInstanceID(path: path) else {
+            Issue.record("no instance")
+            return
+        }
+        func update(_ id: WidgetInstanceID) async throws -> String {
+            try await client.call(Today.busName, path: id.path, interface: Today.widget.name, member: MemberName("PerformUpdate")).body.first?.string ?? ""
+        }
+        var refused: DBusError?
+        for _ in 0..<(Int(Schedule.requestThreshold) + 2) {
+            do {
+                #expect(try await update(failing) == "failed")
+            } catch let error as DBusError {
+                refused = error
+                break
+            }
+        }
+        #expect(refused?.message.contains("runs again on request in") == true, "\(String(describing: refused))")
+        // The kind's own instance is not held back.
+        #expect(try await update(WidgetInstanceID(kind: kindID)) == "new-data")
+        #expect(try await Self.snapshotTitle(client, WidgetInstanceID(kind: kindID)) == "fine ")
+        let failures = try await client.call(
+            Today.busName, path: failing.path, interface: .properties, member: MemberName("Get"),
+            [.string(Today.widget.name.rawValue), .string("LastFailure")])
+        #expect(failures.body.first?.unwrapped == .string("exit 3"))
+    }
 }
