@@ -5,6 +5,9 @@
 //   tram add SECONDS LINE DESTINATION   a departure SECONDS from now
 //   tram clear                          no more departures
 //   tram list                           the departures, in order
+//   tram placed                         the Departures widgets the user
+//                                       placed, and the line each follows
+//                                       (WidgetCenter's current configurations)
 //   tram [tram://…]                     open the app (as a tap on the widget
 //                                       does): it runs a while, and the
 //                                       answers to its reminders reach it
@@ -57,6 +60,15 @@ case "clear":
 case "list":
     for departure in Departure.read(from: departuresFile()) {
         say("\(departure.date.formatted(date: .omitted, time: .standard))  \(departure.line)  \(departure.destination)")
+    }
+case "placed":
+    do {
+        for placed in try await WidgetCenter.shared.currentConfigurations(ofKind: "org.example.Tram.Departures") {
+            let line = placed.configuration["line"]?.string ?? ""
+            say("Tram: a \(placed.family.rawValue) widget follows \(line.isEmpty ? "every line" : "line " + line)")
+        }
+    } catch {
+        fail("cannot read the placed widgets: \(error)")
     }
 case let other? where !other.hasPrefix("tram:"):
     fail("unknown command '\(other)'; see the comment at the top of Examples/Tram/main.swift")

@@ -85,6 +85,8 @@ public struct Timeline<EntryType: TimelineEntry>: Sendable {
 public struct TimelineProviderContext: Sendable {
     /// True for a placeholder or preview, which must answer at once.
     public var isPreview: Bool
+    /// The size of the instance served.
+    public var family: WidgetFamily = .medium
 
     public init(isPreview: Bool = false) { self.isPreview = isPreview }
 }
@@ -145,7 +147,7 @@ extension TimelineProvider {
             guard arguments == ["perform-update"] else { exit(await Self().run(arguments: arguments)) }
             _ = FileHandle.standardInput.readDataToEndOfFile()
         }
-        let timeline = await Self().timeline(in: Context())
+        let timeline = await Self().timeline(in: Context.current())
         var answer = timeline.answer
         if timeline.entries.isEmpty {
             // No entries is not a timeline: keep what is shown.

@@ -96,4 +96,53 @@ import TodayProtocol
         #expect(monitored.contains { $0.contains("'Snapshot': <{") && $0.contains("'Line 11 to Harbour'") }, "\(monitored)")
         #expect(monitored.contains { $0.contains("'No more trams'") && !$0.contains("LastUpdated") }, "switched, not updated: \(monitored)")
     }
+
+    /// The Tram widget as a configurable widget (TodayKit's
+    /// AppIntentTimelineProvider): a second instance follows one line, its
+    /// choices of line come from the app's departures (perform-options),
+    /// the gallery's preview is the sample, and the app reads what is
+    /// placed (WidgetCenter's current configurations).
+    @Test func aSecondWidgetFollowsOneLine() async throws {
+        let daemon = try TodayDaemon(bundles: [Paths.examples])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        var environment = TodayDaemon.environment(home: daemon.home)
+        environment["DBUS_SESSION_BUS_ADDRESS"] = daemon.address
+        let env = ["env", "-i"] + environment.map { "\($0.key)=\($0.value)" }
+        let tram = Paths.examples + "/Tram.app/tram"
+        for (seconds, line, destination) in [("300", "4", "Central"), ("400", "11", "Harbour"), ("500", "4", "Central")] {
+            let added = try await run(env + [tram, "add", seconds, line, destination])
+            #expect(added.status == 0, "\(added.error)")
+        }
+        let kind = WidgetInstanceID(kind: BundleID("org.example.Tram.Departures"))
+        let options = try await client.call(Today.busName, path: kind.path, interface: Today.widget.name, member: MemberName("GetOptions"), [.string("line")])
+        let lines = (options.body.first?.elements ?? []).compactMap { $0.stringDictionary?["title"]?.string }
+        #expect(lines == ["Every line", "Line 11", "Line 4"])
+
+        let added = try await client.center(
+            "AddWidget", [.string(Self.widget), VariantDictionary([("line", .string("11"))]).value, .string("small"), .int32(-1)])
+        guard case .objectPath(let path)? = added.body.first, let eleven = WidgetInstanceID(path: path) else {
+            Issue.record("no instance")
+            return
+        }
+        func title(_ id: WidgetInstanceID) async throws -> String {
+            let reply = try await client.call(
+                Today.busName, path: id.path, interface: .properties, member: MemberName("Get"), [.string(Today.widget.name.rawValue), .string("Snapshot")])
+            return reply.body.first?.unwrapped.stringDictionary?["title"]?.string ?? ""
+        }
+        #expect(try await eventually(15) { try await title(eleven) == "Line 11 to Harbour" })
+        _ = try await client.center("PerformUpdate", [.string(Self.widget)])
+        #expect(try await title(kind) == "Line 4 to Central")
+        let later = try await client.call(Today.busName, path: eleven.path, interface: Today.widget.name, member: MemberName("GetTimeline"))
+        #expect(later.body.first?.elements?.count == 2, "line 11's tram, then none: \(later.body)")
+
+        let preview = try await client.call(
+            Today.busName, path: kind.path, interface: Today.widget.name, member: MemberName("GetPreview"),
+            [VariantDictionary([]).value, .string("")])
+        #expect(preview.body.first?.stringDictionary?["title"]?.string == "Line 4 to Central" && preview.body.first?.stringDictionary?["body"]?.string == "2 more after it")
+
+        let placed = try await run(env + [tram, "placed"])
+        #expect(placed.output == "Tram: a medium widget follows every line\nTram: a small widget follows line 11\n", "\(placed)")
+    }
 }
