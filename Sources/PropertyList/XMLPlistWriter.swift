@@ -91,6 +91,10 @@ enum XMLPlistWriter {
 
     /// Escapes markup; refuses characters XML 1.0 cannot carry.
     static func escape(_ text: String) throws -> String {
+        // Most text needs nothing: printable ASCII without & < >.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "&") && $0 != UInt8(ascii: "<") && $0 != UInt8(ascii: ">") }) {
+            return text
+        }
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

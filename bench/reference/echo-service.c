@@ -7,7 +7,9 @@
  * method call with an a{sv} of ENTRIES string entries (default 10), the
  * shape of a Properties.GetAll reply; with IMAGE_BYTES, one entry more,
  * "image", holds an ay of that many bytes. io.github.todayd.Bench1.Echo
- * answers with its own string arguments. Ends when the bus goes away. */
+ * answers with its own string arguments; org.freedesktop.DBus.Properties.Get
+ * with a variant holding an ao of ENTRIES object paths, the shape of
+ * todayd's Layout. Ends when the bus goes away. */
 #include <dbus/dbus.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@ struct reply_shape {
     char **values;
     unsigned char *image;
     int image_bytes;
+    char **paths;
 };
 
 static int parse_count(const char *text, const char *what) {
@@ -58,6 +61,17 @@ static dbus_bool_t append_properties(DBusMessage *message, const struct reply_sh
     return dbus_message_iter_close_container(&body, &array);
 }
 
+/* Appends a variant holding the ao of `shape`'s paths to `message`. */
+static dbus_bool_t append_paths(DBusMessage *message, const struct reply_shape *shape) {
+    DBusMessageIter body, variant, array;
+    dbus_message_iter_init_append(message, &body);
+    if (!dbus_message_iter_open_container(&body, DBUS_TYPE_VARIANT, "ao", &variant)) return FALSE;
+    if (!dbus_message_iter_open_container(&variant, DBUS_TYPE_ARRAY, "o", &array)) return FALSE;
+    for (int i = 0; i < shape->entries; i++) dbus_message_iter_append_basic(&array, DBUS_TYPE_OBJECT_PATH, &shape->paths[i]);
+    dbus_message_iter_close_container(&variant, &array);
+    return dbus_message_iter_close_container(&body, &variant);
+}
+
 /* Appends the string arguments of `call` to `reply`, in order. */
 static void append_echo(DBusMessage *reply, DBusMessage *call) {
     DBusMessageIter in, out;
@@ -77,15 +91,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: dbus-echo-ref NAME [ENTRIES [IMAGE_BYTES]]\n");
         return 2;
     }
-    struct reply_shape shape = {argc > 2 ? parse_count(argv[2], "ENTRIES") : 10, NULL, NULL, NULL, 0};
+    struct reply_shape shape = {argc > 2 ? parse_count(argv[2], "ENTRIES") : 10, NULL, NULL, NULL, 0, NULL};
     shape.keys = calloc((size_t)shape.entries + 1, sizeof *shape.keys);
     shape.values = calloc((size_t)shape.entries + 1, sizeof *shape.values);
+    shape.paths = calloc((size_t)shape.entries + 1, sizeof *shape.paths);
     for (int i = 0; i < shape.entries; i++) {
-        char text[64];
+        char text[96];
         snprintf(text, sizeof text, "Property%d", i);
         shape.keys[i] = strdup(text);
         snprintf(text, sizeof text, "the value of property %d", i);
         shape.values[i] = strdup(text);
+        snprintf(text, sizeof text, "/io/github/todayd/Today1/widgets/org_2ebench_2eApp%03d_2eW/%d", i / 10 + 1, i % 10);
+        shape.paths[i] = strdup(text);
     }
     if (argc > 3) {
         shape.image_bytes = parse_count(argv[3], "IMAGE_BYTES");
@@ -118,6 +135,8 @@ int main(int argc, char **argv) {
                 if (reply) {
                     if (dbus_message_is_method_call(message, "io.github.todayd.Bench1", "Echo")) {
                         append_echo(reply, message);
+                    } else if (dbus_message_is_method_call(message, DBUS_INTERFACE_PROPERTIES, "Get")) {
+                        append_paths(reply, &shape);
                     } else {
                         append_properties(reply, &shape);
                     }

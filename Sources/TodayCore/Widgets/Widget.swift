@@ -12,6 +12,8 @@ extension WidgetService {
     /// instance is the kind's own object.
     final class Widget: Sendable {
         let id: WidgetInstanceID
+        /// Its object's path (`id.path`, escaped once).
+        let path: ObjectPath
         let object: ExportedInterface
         let data: Mutex<Data>
         /// Provider runs of this widget, updates and actions, one at a time.
@@ -125,6 +127,7 @@ extension WidgetService {
 
         init(id: WidgetInstanceID, object: ExportedInterface, instanceObject: ExportedInterface? = nil, data: Data) {
             self.id = id
+            path = id.path
             self.object = object
             self.instanceObject = instanceObject
             self.data = Mutex(data)

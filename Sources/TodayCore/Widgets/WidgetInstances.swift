@@ -17,16 +17,18 @@ extension WidgetService {
         state.layout.shown(kinds: state.order) { id in state.widgets[id]?.data.withLock { $0.record.hasContent } ?? false }
     }
 
-    /// Sends Layout where it changed since it was last sent.
-    func announceLayout() {
+    /// Sends Layout where it changed since it was last sent; `known`:
+    /// Layout as the caller already knows it to be now.
+    func announceLayout(known: [WidgetInstanceID]? = nil) {
         let changed = state.withLock { state -> [WidgetInstanceID]? in
-            let now = Self.shown(state)
+            let now = known ?? Self.shown(state)
             guard now != state.announcedLayout else { return nil }
             state.announcedLayout = now
             return now
         }
         guard let changed, let observer = layoutObserver.withLock({ $0 }) else { return }
-        observer(changed.map(\.path))
+        let paths = state.withLock { state in changed.map { state.widgets[$0]?.path ?? $0.path } }
+        observer(paths)
     }
 
     /// The layout is the user's: a provider or a Flatpak app (a bundle
@@ -56,6 +58,7 @@ extension WidgetService {
         // Read under the lock its writes hold: what is read is never
         // older than the layout kept.
         let catalog = state.withLock { state -> BundleCatalog? in
+            if let written = state.writtenLayout, FileIdentity(of: layoutStore.path) == written { return nil }
             var unreadable = false
             let read = layoutStore.read { problem in
                 unreadable = unreadable || !problem.contains("left out")
@@ -73,7 +76,10 @@ extension WidgetService {
     /// Writes `layout`, saying so in the log where it cannot.
     func saveLayout(_ layout: WidgetLayout) {
         do {
-            try layoutStore.save(layout)
+            try state.withLock { state in
+                try layoutStore.save(layout)
+                state.writtenLayout = FileIdentity(of: layoutStore.path)
+            }
         } catch {
             log.warning("\(layoutStore.path): cannot keep the layout: \(error)")
         }
@@ -92,6 +98,7 @@ extension WidgetService {
                 throw TodayError.storage("cannot write \(layoutStore.path): \(error); the layout is unchanged")
             }
             state.layout = layout
+            state.writtenLayout = FileIdentity(of: layoutStore.path)
             return result
         }
     }
@@ -124,7 +131,10 @@ extension WidgetService {
         let placed = try Self.settings(configuration, family: family, for: manifest)
         let id = try changeLayout { layout, kinds, shown in layout.add(kind, placed, at: Int(position), kinds: kinds, shown: shown) }
         let instance = makeInstance(id, manifest: manifest, placed: placed, at: now())
-        state.withLock { $0.widgets[id] = instance }
+        state.withLock { state in
+            state.widgets[id] = instance
+            state.paths[instance.path] = id
+        }
         connection.objects.export(id.path, [instance.object] + (instance.instanceObject.map { [$0] } ?? []))
         log.debug("widget added: \(id)")
         announceLayout()
@@ -144,7 +154,10 @@ extension WidgetService {
             announceLayout()
             return
         }
-        let gone = state.withLock { $0.widgets.removeValue(forKey: id) }
+        let gone = state.withLock { state in
+            state.paths[id.path] = nil
+            return state.widgets.removeValue(forKey: id)
+        }
         if gone != nil { connection.objects.unexport(id.path) }
         store.remove(id)
         log.debug("widget removed from the layout: \(id)")
@@ -153,8 +166,9 @@ extension WidgetService {
 
     /// Center.SetLayout: the shown instances in the user's order.
     func setLayout(_ paths: [ObjectPath]) throws {
+        let known = state.withLock { $0.paths }
         let ids = try paths.map { path in
-            guard let id = WidgetInstanceID(path: path) else {
+            guard let id = known[path] ?? WidgetInstanceID(path: path) else {
                 throw TodayError.invalidArgs("'\(path.rawValue)' is not a widget instance's object; take them from Layout")
             }
             return id
@@ -166,7 +180,8 @@ extension WidgetService {
                 throw TodayError.invalidArgs("\(error)")
             }
         }
-        announceLayout()
+        // What is shown is what was asked for, in its order.
+        announceLayout(known: ids)
     }
 
     /// Instance.Configure: new settings, written, shown at once, and an

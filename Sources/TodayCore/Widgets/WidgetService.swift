@@ -41,8 +41,14 @@ final class WidgetService: Sendable {
         var order: [BundleID] = []
         /// The user's layout, as stored.
         var layout = WidgetLayout()
+        /// Each instance by its object's path, for SetLayout and
+        /// RemoveWidget, which name instances by path.
+        var paths: [ObjectPath: WidgetInstanceID] = [:]
         /// The last Layout announced.
         var announcedLayout: [WidgetInstanceID]?
+        /// layout.plist as todayd last wrote it: a change of the file that
+        /// leaves it so is todayd's own, and is not read back.
+        var writtenLayout: FileIdentity?
         /// The last scan of the bundle folders, which a layout read again
         /// from its file is laid over.
         var catalog: BundleCatalog?
@@ -199,7 +205,10 @@ final class WidgetService: Sendable {
             if state.layout.adopt(kinds) { layoutToSave = state.layout }
             let wanted = Set(state.layout.instances(of: kinds))
             removed = state.widgets.keys.filter { !wanted.contains($0) }
-            for id in removed { state.widgets[id] = nil }
+            for id in removed {
+                state.widgets[id] = nil
+                state.paths[id.path] = nil
+            }
             for id in state.layout.instances(of: kinds) {
                 guard let manifest = fresh[id.kind] else { continue }
                 if let existing = state.widgets[id] {
@@ -219,6 +228,7 @@ final class WidgetService: Sendable {
                 } else {
                     let widget = makeInstance(id, manifest: manifest, placed: state.layout.instances[id], at: now)
                     state.widgets[id] = widget
+                    state.paths[widget.path] = id
                     added.append(widget)
                 }
             }
@@ -230,7 +240,7 @@ final class WidgetService: Sendable {
             log.debug("widget removed: \(id)")
         }
         for widget in added {
-            connection.objects.export(widget.id.path, [widget.object] + (widget.instanceObject.map { [$0] } ?? []))
+            connection.objects.export(widget.path, [widget.object] + (widget.instanceObject.map { [$0] } ?? []))
             log.debug("widget added: \(widget.id) from \(widget.data.withLock { $0.manifest.path })")
         }
         for widget in changed { publish(widget) }
