@@ -49,6 +49,17 @@ final class TodayView {
     private var cards: [TodayCard] = []
     /// The "updated … ago" label of each card, kept current.
     private var updatedLabels: [(Widget, TodayCard)] = []
+    /// Each shown card's row, by card id: a redraw keeps the rows of cards
+    /// that did not change (a reorder moves them) and makes the rest.
+    private var rows: [String: CardRow] = [:]
+
+    /// A card's row and what the view keeps of it.
+    private struct CardRow {
+        var card: TodayCard
+        var row: Widget
+        var updated: Widget
+        var controls: [String: (widget: Widget, isToggle: Bool)]
+    }
     private var shotTaken = false
     /// Whether the picture is already waiting for the window to be laid out.
     private var shotScheduled = false
@@ -360,14 +371,7 @@ final class TodayView {
         let shown = fetched.filter(\.isShown)
         if shown != cards || updatedLabels.isEmpty && !shown.isEmpty {
             cards = shown
-            updatedLabels = []
-            controls = [:]
-            for row in children(list) { gtk_widget_destroy(row) }
-            let now = Date()
-            for card in shown { gtk_list_box_insert(cast(list), row(for: card, now: now), -1) }
-            if shown.isEmpty {
-                gtk_list_box_insert(cast(list), label("No widget has anything to show.", classes: ["dim"]), -1)
-            }
+            redraw(list, shown)
         }
         pressAsked()
         if firstFrame, !firstFrameAwaited, let window {
@@ -462,7 +466,48 @@ final class TodayView {
         }
     }
 
-    private func row(for card: TodayCard, now: Date) -> Widget {
+    /// Puts `shown`'s rows in `list` in order: the row of a card that did
+    /// not change is kept (taken out and put back where it now goes), the
+    /// others made; with --describe, says how many of each.
+    private func redraw(_ list: Widget, _ shown: [TodayCard]) {
+        let now = Date()
+        var kept: [String: CardRow] = [:]
+        for card in shown {
+            guard let old = rows[card.id], old.card == card, kept[card.id] == nil else { continue }
+            // Held while out of the list, which would otherwise free it.
+            g_object_ref(raw(old.row))
+            gtk_container_remove(cast(list), old.row)
+            kept[card.id] = old
+        }
+        for row in children(list) { gtk_widget_destroy(row) }
+        var next: [String: CardRow] = [:]
+        var made = 0
+        for card in shown where next[card.id] == nil {
+            let entry: CardRow
+            if let old = kept.removeValue(forKey: card.id) {
+                entry = old
+                gtk_list_box_insert(cast(list), old.row, -1)
+                g_object_unref(raw(old.row))
+            } else {
+                entry = row(for: card, now: now)
+                made += 1
+                gtk_list_box_insert(cast(list), entry.row, -1)
+            }
+            next[card.id] = entry
+        }
+        rows = next
+        updatedLabels = shown.compactMap { card in next[card.id].map { ($0.updated, card) } }
+        controls = [:]
+        for card in shown {
+            for (id, control) in next[card.id]?.controls ?? [:] where controls[id] == nil { controls[id] = control }
+        }
+        if shown.isEmpty {
+            gtk_list_box_insert(cast(list), label("No widget has anything to show.", classes: ["dim"]), -1)
+        }
+        if describe, screenshot == nil { FileSystem.writeAll(1, "cards: \(made) made, \(shown.count - made) kept\n") }
+    }
+
+    private func row(for card: TodayCard, now: Date) -> CardRow {
         let row = shown(gtk_list_box_row_new()!)
         gtk_list_box_row_set_activatable(cast(row), 1)
         setAccessibleLabel(row, card.accessibilityLabel)
@@ -520,6 +565,7 @@ final class TodayView {
             if let child = gtk_bin_get_child(cast(row)) { gtk_label_set_xalign(cast(child), 0) }
             append(content, row)
         }
+        var own: [String: (widget: Widget, isToggle: Bool)] = [:]
         if !card.actions.isEmpty {
             let bar = box(vertical: false, spacing: 6)
             for action in card.actions {
@@ -534,16 +580,15 @@ final class TodayView {
                     control = button(action.title, icon: action.iconName, press)
                 }
                 setAccessibleLabel(control, action.accessibilityLabel ?? action.title)
-                if controls[action.id] == nil { controls[action.id] = (control, action.isToggle) }
+                if own[action.id] == nil { own[action.id] = (control, action.isToggle) }
                 append(bar, control)
             }
             append(content, bar)
         }
         if let failure = card.failure { append(content, label(failure, classes: ["failure"])) }
         let updated = label(card.updated(at: now), classes: ["dim", "caption"])
-        updatedLabels.append((updated, card))
         append(content, updated)
         append(row, content)
-        return row
+        return CardRow(card: card, row: row, updated: updated, controls: own)
     }
 }

@@ -493,6 +493,48 @@ import TodayProtocol
         #expect(first.status == 0, "\(first)")
     }
 
+    /// The user's layout in the view: its order, and a reorder moves the
+    /// cards' rows without making them again.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func theViewFollowsTheLayoutAndKeepsItsRows() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try WidgetInstanceTests.clockApp(bundles)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let tokyo = try await WidgetInstanceTests.add(client, [("zone", .string("Asia/Tokyo"))])
+        _ = try await client.center("UpdateAll")
+        let kind = WidgetInstanceID(kind: WidgetInstanceTests.clock)
+        #expect(try await eventually(10) { try await WidgetInstanceTests.snapshotTitle(client, tokyo) == "[1] small" })
+
+        // The picture: the cards in Layout's order.
+        _ = try await client.center("SetLayout", [.objectPaths([tokyo.path, kind.path])])
+        let shot = try await Self.render(daemon.address)
+        let titles = shot.texts.filter { $0.hasPrefix("[") && $0.hasSuffix("] small") }
+        #expect(titles == ["[1] small", "[] small"], "\(shot.texts)")
+
+        // The live window: a reorder keeps both rows.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--describe", "--window"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var text = try await read(output, until: { $0.contains("state: 2 cards") }, within: 30)
+        #expect(text.contains("cards: 2 made, 0 kept"), "\(text)")
+        _ = try await client.center("SetLayout", [.objectPaths([kind.path, tokyo.path])])
+        let seen = text
+        text += try await read(output, until: { (seen + $0).contains("cards: 0 made, 2 kept") }, within: 10)
+        #expect(text.contains("cards: 0 made, 2 kept"), "\(text)")
+        let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
+        kill(pid_t(pid), SIGTERM)
+        #expect(try await eventually(30) { !process.isRunning })
+    }
+
     /// One view per session: `today-view --toggle` hides the running view
     /// and shows it again; it needs no display of its own.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
