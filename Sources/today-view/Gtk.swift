@@ -455,3 +455,23 @@ func rowsInside(_ list: Widget, window: Widget) -> [String] {
         return "card \(index + 1) of \(rows.count): \(inside ? "in the picture" : "cut off")"
     }
 }
+
+/// Runs `body` when `widget` (an event box) is clicked with the first
+/// button, and stops the click there.
+func onClick(_ widget: Widget, _ body: @escaping () -> Void) {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Box(body)).toOpaque()
+    let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GdkEventButton>?, UnsafeMutableRawPointer?) -> gboolean = {
+        _, event, data in
+        guard let data, let event, event.pointee.button == 1 else { return 0 }
+        Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().body()
+        return 1
+    }
+    let release: GClosureNotify = { data, _ in
+        if let data { Unmanaged<Box>.fromOpaque(data).release() }
+    }
+    g_signal_connect_data(raw(widget), "button-release-event", unsafeBitCast(handler, to: GCallback.self), data, release, GConnectFlags(rawValue: 0))
+}

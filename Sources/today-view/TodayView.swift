@@ -27,12 +27,21 @@ final class TodayView {
     /// Exit once the first frame showing what todayd answered is on
     /// screen (for benchmarks: the moment a user sees the view).
     let firstFrame: Bool
+    /// Edit: the gallery, and controls on each card to move, resize,
+    /// configure and remove it (SPEC section 16).
+    var editing: Bool
+    var editButton: Widget?
+    var gallery: Widget?
+    /// The card whose settings form opens once it is shown (--settings);
+    /// a picture is then of the form.
+    var settingsFor: String?
+    var settingsDialog: Widget?
     private var firstFrameAwaited = false
     var finished = false
     var status: Int32 = 0
 
-    private var window: Widget?
-    private var list: Widget?
+    var window: Widget?
+    var list: Widget?
     /// What the scroller holds: the notifications, then the cards.
     private var content: Widget?
     private var scroller: Widget?
@@ -46,15 +55,17 @@ final class TodayView {
     /// Whether the next list shown follows a `present`.
     private var presenting = false
     private var banner: Widget?
-    private var cards: [TodayCard] = []
+    var cards: [TodayCard] = []
     /// The "updated … ago" label of each card, kept current.
     private var updatedLabels: [(Widget, TodayCard)] = []
+    /// The card ids of each row of the list, in order.
+    var cardLines: [[String]] = []
     /// Each shown card's row, by card id: a redraw keeps the rows of cards
     /// that did not change (a reorder moves them) and makes the rest.
-    private var rows: [String: CardRow] = [:]
+    var rows: [String: CardRow] = [:]
 
     /// A card's row and what the view keeps of it.
-    private struct CardRow {
+    struct CardRow {
         var card: TodayCard
         var row: Widget
         var updated: Widget
@@ -79,8 +90,9 @@ final class TodayView {
 
     init(
         connection: Connection, pane: Bool, screenshot: String?, describe: Bool, delay: UInt32 = 0, style: Style = .system,
-        presses: [String] = [], windowed: Bool = false, firstFrame: Bool = false
+        presses: [String] = [], windowed: Bool = false, firstFrame: Bool = false, editing: Bool = false
     ) {
+        self.editing = editing
         self.windowed = windowed
         self.firstFrame = firstFrame
         self.presses = presses
@@ -159,14 +171,19 @@ final class TodayView {
         connect(list, "row-activated", withArgument: { [self] row in
             guard let row else { return }
             let index = Int(gtk_list_box_row_get_index(row.assumingMemoryBound(to: GtkListBoxRow.self)))
-            guard cards.indices.contains(index) else { return }
-            call(cards[index].path, Today.widget.name, Today.Widget.activate, VariantDictionary([]))
+            guard cardLines.indices.contains(index), let id = cardLines[index].first, let card = cards.first(where: { $0.id == id }) else { return }
+            call(card.path, Today.widget.name, Today.Widget.activate, VariantDictionary([]))
         })
         let content = box(vertical: true, spacing: 0)
         self.content = content
         let notifications = NotificationList(connection: connection)
         self.notifications = notifications
         append(content, notifications.widget)
+        append(content, widgetsHeader())
+        let gallery = box(vertical: true, spacing: 6)
+        self.gallery = gallery
+        gtk_widget_set_visible(gallery, 0)
+        append(content, gallery)
         append(content, list)
         append(scroller, content)
         append(column, scroller)
@@ -179,6 +196,10 @@ final class TodayView {
                 hide()
                 return true
             }
+            // In Edit, Alt+Up and Alt+Down move the card that has the focus.
+            if editing, state & GDK_MOD1_MASK.rawValue != 0, key == UInt32(GDK_KEY_Up) || key == UInt32(GDK_KEY_Down) {
+                return moveFocusedCard(by: key == UInt32(GDK_KEY_Up) ? -1 : 1)
+            }
             guard (key == UInt32(GDK_KEY_r) || key == UInt32(GDK_KEY_R)), state & GDK_CONTROL_MASK.rawValue != 0 else { return false }
             call(Today.managerPath, Today.center.name, Today.Center.updateAll)
             return true
@@ -187,6 +208,7 @@ final class TodayView {
         gtk_window_present(cast(window))
         subscribe()
         refresh()
+        if editing { showGallery() }
         every(seconds: 30) { [self] in
             let now = Date()
             for (label, card) in updatedLabels { gtk_label_set_text(cast(label), card.updated(at: now)) }
@@ -335,11 +357,17 @@ final class TodayView {
                 let reply = try await connection.call(
                     Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.widget.name.rawValue)])
                 let values = try reply.value(VariantDictionary.self, answering: "GetAll").dictionary
-                let id = WidgetInstanceID(path: path)?.description ?? values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue
-                cards.append(
-                    TodayCard(id: id, properties: values) {
-                        AppIcon.desktopEntryIcon(of: $0, in: directories)
-                    })
+                let instance = WidgetInstanceID(path: path)
+                let id = instance?.description ?? values[Today.Widget.bundleIdentifier.name]?.string ?? path.rawValue
+                var card = TodayCard(id: id, properties: values) { AppIcon.desktopEntryIcon(of: $0, in: directories) }
+                if let instance, !instance.isDefault,
+                    let settings = try? await connection.call(
+                        Today.busName, path: path, interface: .properties, member: .getAll, [.string(Today.instance.name.rawValue)]
+                    ).value(VariantDictionary.self, answering: "GetAll").dictionary
+                {
+                    card.take(instance: settings)
+                }
+                cards.append(card)
             }
             return cards
         } catch {
@@ -374,6 +402,9 @@ final class TodayView {
             redraw(list, shown)
         }
         pressAsked()
+        if let id = settingsFor, settingsDialog == nil, let card = cards.first(where: { $0.id == id }) {
+            openSettings(for: card)
+        }
         if firstFrame, !firstFrameAwaited, let window {
             // The cards and the notifications were just put in: the next
             // frame shows them.
@@ -433,6 +464,16 @@ final class TodayView {
             }
         }
         shotTaken = true
+        if let dialog = settingsDialog {
+            // The form: its texts and its picture.
+            if describe { FileSystem.writeAll(1, visibleTexts(dialog).map { $0 + "\n" }.joined()) }
+            if !savePNG(of: dialog, to: screenshot) {
+                FileSystem.writeAll(2, "today-view: cannot render the settings to \(screenshot)\n")
+                status = 1
+            }
+            finished = true
+            return
+        }
         if describe {
             let placement = list.map { rowsInside($0, window: window) } ?? []
             let switches = notifications.map { ["do not disturb: \($0.doNotDisturb ? "on" : "off")"] } ?? []
@@ -474,28 +515,46 @@ final class TodayView {
         var kept: [String: CardRow] = [:]
         for card in shown {
             guard let old = rows[card.id], old.card == card, kept[card.id] == nil else { continue }
-            // Held while out of the list, which would otherwise free it.
+            // Held while out of its line, which would otherwise free it.
             g_object_ref(raw(old.row))
-            gtk_container_remove(cast(list), old.row)
+            if let parent = gtk_widget_get_parent(old.row) { gtk_container_remove(cast(parent), old.row) }
             kept[card.id] = old
         }
         for row in children(list) { gtk_widget_destroy(row) }
         var next: [String: CardRow] = [:]
         var made = 0
-        for card in shown where next[card.id] == nil {
-            let entry: CardRow
-            if let old = kept.removeValue(forKey: card.id) {
-                entry = old
-                gtk_list_box_insert(cast(list), old.row, -1)
-                g_object_unref(raw(old.row))
-            } else {
-                entry = row(for: card, now: now)
-                made += 1
-                gtk_list_box_insert(cast(list), entry.row, -1)
+        var lines: [[String]] = []
+        for line in Self.lines(of: shown) {
+            let row = gtk_list_box_row_new()!
+            gtk_widget_show(row)
+            gtk_list_box_row_set_activatable(cast(row), 1)
+            // Small cards two to a row, each half of it.
+            let holder = line.count > 1 ? box(vertical: false, spacing: 12) : row
+            if line.count > 1 {
+                gtk_box_set_homogeneous(cast(holder), 1)
+                append(row, holder)
             }
-            next[card.id] = entry
+            for card in line {
+                let entry: CardRow
+                if let old = kept.removeValue(forKey: card.id) {
+                    entry = old
+                    gtk_container_add(cast(holder), old.row)
+                    g_object_unref(raw(old.row))
+                } else {
+                    entry = self.row(for: card, now: now, paired: line.count > 1)
+                    made += 1
+                    gtk_container_add(cast(holder), entry.row)
+                }
+                next[card.id] = entry
+            }
+            setAccessibleLabel(row, line.map(\.accessibilityLabel).joined(separator: "; "))
+            gtk_list_box_insert(cast(list), row, -1)
+            lines.append(line.map(\.id))
         }
+        // Kept for a card that is now shown twice: nothing holds it.
+        for (_, old) in kept { g_object_unref(raw(old.row)) }
         rows = next
+        cardLines = lines
         updatedLabels = shown.compactMap { card in next[card.id].map { ($0.updated, card) } }
         controls = [:]
         for card in shown {
@@ -507,10 +566,28 @@ final class TodayView {
         if describe, screenshot == nil { FileSystem.writeAll(1, "cards: \(made) made, \(shown.count - made) kept\n") }
     }
 
-    private func row(for card: TodayCard, now: Date) -> CardRow {
-        let row = shown(gtk_list_box_row_new()!)
-        gtk_list_box_row_set_activatable(cast(row), 1)
+    /// The rows the cards go in: one card each, but two small cards one
+    /// after the other share a row.
+    static func lines(of cards: [TodayCard]) -> [[TodayCard]] {
+        var lines: [[TodayCard]] = []
+        for card in cards {
+            if card.family == .small, let last = lines.last, last.count == 1, last[0].family == .small {
+                lines[lines.count - 1].append(card)
+            } else {
+                lines.append([card])
+            }
+        }
+        return lines
+    }
+
+    /// A card: its box inside an event box that a click activates (the
+    /// row's activation, Enter, activates its first card).
+    private func row(for card: TodayCard, now: Date, paired: Bool) -> CardRow {
+        let row = shown(gtk_event_box_new()!)
+        gtk_event_box_set_visible_window(cast(row), 0)
         setAccessibleLabel(row, card.accessibilityLabel)
+        let path = card.path
+        onClick(row) { [self] in call(path, Today.widget.name, Today.Widget.activate, VariantDictionary([])) }
         let content = box(vertical: true, spacing: 6)
         addClass(content, "card")
         let (top, left, bottom, right) = card.margins
@@ -527,7 +604,6 @@ final class TodayView {
         append(header, name)
         let spinner = gtk_spinner_new()!
         append(header, spinner)
-        let path = card.path
         let refresh = button(nil, icon: "view-refresh-symbolic") { [self] in
             gtk_widget_set_visible(spinner, 1)
             gtk_spinner_start(cast(spinner))
@@ -588,6 +664,16 @@ final class TodayView {
         if let failure = card.failure { append(content, label(failure, classes: ["failure"])) }
         let updated = label(card.updated(at: now), classes: ["dim", "caption"])
         append(content, updated)
+        if editing { append(content, editBar(for: card)) }
+        // A large card is taller; a small one, half as wide.
+        switch card.family {
+        case .large: gtk_widget_set_size_request(content, -1, max(320, Int32(clamping: Int(min(card.preferredHeight, 4000).rounded()))))
+        case .small where !paired:
+            // Alone in its row: half of it.
+            gtk_widget_set_halign(row, GTK_ALIGN_START)
+            gtk_widget_set_size_request(row, 230, -1)
+        case .small, .medium: break
+        }
         append(row, content)
         return CardRow(card: card, row: row, updated: updated, controls: own)
     }

@@ -2,8 +2,8 @@
 // section 13) and the notification center's list (section 15), following
 // todayd live over D-Bus; with --banners, the banners.
 //
-//   today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
-//   today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe]
+//   today-view [--toggle] [--window] [--pane] [--style light|dark] [--edit] [--describe] [--address ADDR]
+//   today-view [--pane] [--style light|dark] [--edit] --screenshot FILE.png [--delay SECONDS] [--describe]
 //              [--press ACTION]... [--address ADDR]
 //   today-view --first-frame [--address ADDR]
 //   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
@@ -16,6 +16,9 @@
 // preference (the settings portal), live.
 // --screenshot renders the window once through GTK's snapshot into a PNG
 // and exits; --describe then prints every text the window shows.
+// --edit opens the view in Edit: the gallery to add widgets from, and on
+// each card its controls (move, size, settings, remove); --settings CARD
+// opens that card's settings form too (a picture is then of the form).
 // --first-frame exits once the first frame showing todayd's answer is on
 // screen: what `scripts/bench-center` times.
 // --press presses a card's button or toggle of that action id, as a click
@@ -33,6 +36,8 @@ var toggle = false
 var replies: [String] = []
 var windowed = false
 var firstFrame = false
+var editing = false
+var settingsFor: String?
 var screenshot: String?
 var describe = false
 var delay: UInt32 = 0
@@ -53,6 +58,14 @@ while let argument = arguments.next() {
         replies.append(text)
     case "--window": windowed = true
     case "--first-frame": firstFrame = true
+    case "--edit": editing = true
+    case "--settings":
+        guard let id = arguments.next() else {
+            FileSystem.writeAll(2, "today-view: --settings takes a card's id (a widget's, or WIDGET/N)\n")
+            exit(2)
+        }
+        editing = true
+        settingsFor = id
     case "--stay": stay = true
     case "--screenshot": screenshot = arguments.next()
     case "--describe": describe = true
@@ -74,8 +87,8 @@ while let argument = arguments.next() {
         FileSystem.writeAll(
             1,
             """
-            usage: today-view [--toggle] [--window] [--pane] [--style light|dark] [--describe] [--address ADDR]
-                   today-view [--pane] [--style light|dark] --screenshot FILE.png [--delay SECONDS] [--describe] [--press ACTION]... [--address ADDR]
+            usage: today-view [--toggle] [--window] [--pane] [--style light|dark] [--edit] [--describe] [--address ADDR]
+                   today-view [--pane] [--style light|dark] [--edit | --settings CARD] --screenshot FILE.png [--delay SECONDS] [--describe] [--press ACTION]... [--address ADDR]
                    today-view --first-frame [--address ADDR]
                    today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
 
@@ -99,7 +112,8 @@ guard let address, !address.isEmpty, let connection = try? Connection(address: a
 
 let view = TodayView(
     connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses,
-    windowed: windowed, firstFrame: firstFrame)
+    windowed: windowed, firstFrame: firstFrame, editing: editing)
+view.settingsFor = settingsFor
 if screenshot == nil, !firstFrame, !banners {
     let claim = ViewInstance.claim(
         connection, toggling: toggle,

@@ -186,11 +186,11 @@ import TodayProtocol
         // The keyboard reaches every card and every button, in order: Tab
         // as GTK moves the focus (a card's refresh button shows an icon
         // only), after the notification center's Do Not Disturb switch
-        // (Clear All is off with no notifications).
+        // (Clear All is off with no notifications) and the widgets' Edit.
         let focus = shown.texts.filter { $0.hasPrefix("focus ") }
         #expect(
             focus == [
-                "focus GtkSwitch: ", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
+                "focus GtkSwitch: ", "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
                 "focus GtkToggleButton: Pin",
             ], "\(focus)")
         // The narrow pane.
@@ -533,6 +533,40 @@ import TodayProtocol
         let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
         kill(pid_t(pid), SIGTERM)
         #expect(try await eventually(30) { !process.isRunning })
+    }
+
+    /// Edit: the gallery (each kind with its preview and Add), each card's
+    /// controls; the settings form made from the kind's parameters.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func editShowsTheGalleryAndTheSettingsForm() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try WidgetInstanceTests.clockApp(bundles)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let tokyo = try await WidgetInstanceTests.add(client, [("zone", .string("Asia/Tokyo"))], family: "medium")
+        #expect(try await eventually(10) { try await WidgetInstanceTests.snapshotTitle(client, tokyo) == "[1] medium" })
+
+        let folder = try temporaryDirectory("edit")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func shot(_ arguments: [String]) async throws -> [String] {
+            let result = try await run(
+                ["env", "NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", Self.view, "--address", daemon.address,
+                 "--screenshot", folder.appendingPathComponent("shot.png").path, "--describe", "--delay", "2"] + arguments, timeout: 60)
+            #expect(result.status == 0, "\(result.error)")
+            return result.output.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("state: ") }
+        }
+        let edit = try await shot(["--edit"])
+        #expect(edit.contains("Done") && edit.contains("Add a widget") && edit.contains("Add"), "\(edit)")
+        // The gallery's preview: a run with TODAY_PREVIEW=1, the family the kind's first.
+        #expect(edit.contains("[] small"), "\(edit)")
+        #expect(edit.filter { $0 == "Settings…" }.count == 1, "the medium card's; the small one's is an icon: \(edit)")
+        #expect(edit.filter { $0 == "Remove" }.count == 1, "the medium card's; the small one's is an icon: \(edit)")
+
+        let form = try await shot(["--settings", tokyo.description])
+        #expect(form.contains("Time zone") && form.contains("Seconds") && form.contains("Save"), "\(form)")
     }
 
     /// One view per session: `today-view --toggle` hides the running view

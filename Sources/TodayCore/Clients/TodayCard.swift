@@ -36,12 +36,20 @@ public struct TodayCard: Equatable, Sendable {
     public var preferredHeight: Double
     /// Top, left, bottom, right.
     public var margins: (Double, Double, Double, Double)
+    /// The kind's parameters and families (SPEC section 16), for Edit.
+    public var parameters: [WidgetParameter] = []
+    public var families: [WidgetFamily] = [.medium]
+    /// The instance's settings: its Instance interface's, for an added
+    /// one; the defaults and the first family for a kind's own.
+    public var configuration = PlistDictionary()
+    public var family = WidgetFamily.medium
 
     public static func == (a: TodayCard, b: TodayCard) -> Bool {
         a.id == b.id && a.name == b.name && a.iconPath == b.iconPath && a.icon == b.icon && a.containerID == b.containerID
             && a.snapshot == b.snapshot && a.hasContent == b.hasContent && a.lastResult == b.lastResult
             && a.lastFailure == b.lastFailure && a.lastUpdated == b.lastUpdated && a.updateInterval == b.updateInterval
             && a.nextEntryDate == b.nextEntryDate && a.preferredHeight == b.preferredHeight && a.margins == b.margins
+            && a.parameters == b.parameters && a.families == b.families && a.configuration == b.configuration && a.family == b.family
     }
 
     /// The object the card shows.
@@ -71,7 +79,23 @@ public struct TodayCard: Equatable, Sendable {
         } else {
             margins = (0, 0, 0, 0)
         }
+        parameters = (values[W.parameters.name]?.elements ?? []).compactMap(WidgetParameter.init(dbusValue:))
+        let families = (values[W.supportedFamilies.name]?.elements ?? []).compactMap { $0.string.flatMap(WidgetFamily.init(rawValue:)) }
+        if !families.isEmpty { self.families = families }
+        family = self.families.first ?? .medium
+        configuration = WidgetConfiguration.complete([:], with: parameters)
     }
+
+    /// Takes an added instance's Instance properties (Configuration, Family).
+    public mutating func take(instance values: [String: Value]) {
+        if let given = values[Today.Instance.configuration.name].flatMap({ try? ValueMapping.plist($0).dictionary }) {
+            configuration = WidgetConfiguration.complete(given, with: parameters)
+        }
+        if let chosen = values[Today.Instance.family.name]?.string.flatMap(WidgetFamily.init(rawValue:)) { family = chosen }
+    }
+
+    /// Whether Edit offers settings for this card.
+    public var isConfigurable: Bool { !parameters.isEmpty || families.count > 1 }
 
     public var title: String? { snapshot.title }
     public var subtitle: String? { snapshot.subtitle }
