@@ -321,3 +321,83 @@ func onResponse(_ dialog: Widget, _ body: @escaping (Int32) -> Void) {
     }
     g_signal_connect_data(raw(dialog), "response", unsafeBitCast(handler, to: GCallback.self), data, release, GConnectFlags(rawValue: 0))
 }
+
+// MARK: Dragging
+
+/// What a card being dragged carries: its id, within this program.
+private let cardTarget = "application/x-today-card"
+
+extension TodayView {
+    /// Makes a card (in Edit) draggable, and a place to drop another card
+    /// on: the dropped card takes this one's place in the layout.
+    func enableDragging(_ widget: Widget, id: String) {
+        cardTarget.withCString { name in
+            var entry = GtkTargetEntry(target: UnsafeMutablePointer(mutating: name), flags: GTK_TARGET_SAME_APP.rawValue, info: 0)
+            // Both copy the entry.
+            gtk_drag_source_set(widget, GDK_BUTTON1_MASK, &entry, 1, GDK_ACTION_MOVE)
+            gtk_drag_dest_set(widget, GTK_DEST_DEFAULT_ALL, &entry, 1, GDK_ACTION_MOVE)
+        }
+        onDragDataGet(widget) { selection in
+            let bytes = Array(id.utf8)
+            gtk_selection_data_set(selection, gtk_selection_data_get_target(selection), 8, bytes, Int32(clamping: bytes.count))
+        }
+        onDragDataReceived(widget) { [self] selection in
+            guard let data = gtk_selection_data_get_data(selection) else { return }
+            let length = Int(gtk_selection_data_get_length(selection))
+            guard length > 0 else { return }
+            let dragged = String(decoding: UnsafeBufferPointer(start: data, count: length), as: UTF8.self)
+            drop(dragged, onto: id)
+        }
+    }
+
+    /// The card `dragged` put in `target`'s place (SetLayout).
+    func drop(_ dragged: String, onto target: String) {
+        guard dragged != target, let from = cards.firstIndex(where: { $0.id == dragged }),
+            let to = cards.firstIndex(where: { $0.id == target })
+        else { return }
+        var order = cards.map(\.path)
+        let moved = order.remove(at: from)
+        order.insert(moved, at: to)
+        if describe { FileSystem.writeAll(1, "dropped \(dragged) onto \(target)\n") }
+        call(Today.managerPath, Today.center.name, Today.Center.setLayout, ObjectPathList(order))
+    }
+}
+
+/// Connects `drag-data-get` (widget, context, selection, info, time) to
+/// `body`, which fills the selection.
+func onDragDataGet(_ widget: Widget, _ body: @escaping (OpaquePointer) -> Void) {
+    final class Box {
+        let body: (OpaquePointer) -> Void
+        init(_ body: @escaping (OpaquePointer) -> Void) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Box(body)).toOpaque()
+    let handler: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, OpaquePointer?, UInt32, UInt32, UnsafeMutableRawPointer?) -> Void = {
+        _, _, selection, _, _, data in
+        guard let data, let selection else { return }
+        Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().body(selection)
+    }
+    let release: GClosureNotify = { data, _ in
+        if let data { Unmanaged<Box>.fromOpaque(data).release() }
+    }
+    g_signal_connect_data(raw(widget), "drag-data-get", unsafeBitCast(handler, to: GCallback.self), data, release, GConnectFlags(rawValue: 0))
+}
+
+/// Connects `drag-data-received` (widget, context, x, y, selection, info,
+/// time) to `body`, which reads the selection.
+func onDragDataReceived(_ widget: Widget, _ body: @escaping (OpaquePointer) -> Void) {
+    final class Box {
+        let body: (OpaquePointer) -> Void
+        init(_ body: @escaping (OpaquePointer) -> Void) { self.body = body }
+    }
+    let data = Unmanaged.passRetained(Box(body)).toOpaque()
+    let handler:
+        @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, Int32, Int32, OpaquePointer?, UInt32, UInt32, UnsafeMutableRawPointer?) -> Void = {
+            _, _, _, _, selection, _, _, data in
+            guard let data, let selection else { return }
+            Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().body(selection)
+        }
+    let release: GClosureNotify = { data, _ in
+        if let data { Unmanaged<Box>.fromOpaque(data).release() }
+    }
+    g_signal_connect_data(raw(widget), "drag-data-received", unsafeBitCast(handler, to: GCallback.self), data, release, GConnectFlags(rawValue: 0))
+}

@@ -563,7 +563,30 @@ final class TodayView {
         if shown.isEmpty {
             gtk_list_box_insert(cast(list), label("No widget has anything to show.", classes: ["dim"]), -1)
         }
-        if describe, screenshot == nil { FileSystem.writeAll(1, "cards: \(made) made, \(shown.count - made) kept\n") }
+        if describe, screenshot == nil {
+            FileSystem.writeAll(1, "cards: \(made) made, \(shown.count - made) kept\n")
+            reportPlaces()
+        }
+    }
+
+    /// With --describe in a window: where each card is on the screen, once
+    /// laid out (`place ID X Y WIDTH HEIGHT`), for scripts that point at it.
+    private func reportPlaces() {
+        whenLaidOut(height: 1) { [self] in
+            guard let window, let surface = gtk_widget_get_window(window) else { return }
+            var originX: Int32 = 0
+            var originY: Int32 = 0
+            gdk_window_get_origin(surface, &originX, &originY)
+            var lines = ""
+            for card in cards {
+                guard let widget = rows[card.id]?.row else { continue }
+                var x: Int32 = 0
+                var y: Int32 = 0
+                guard gtk_widget_translate_coordinates(widget, window, 0, 0, &x, &y) != 0 else { continue }
+                lines += "place \(card.id) \(originX + x) \(originY + y) \(gtk_widget_get_allocated_width(widget)) \(gtk_widget_get_allocated_height(widget))\n"
+            }
+            FileSystem.writeAll(1, lines)
+        }
     }
 
     /// The rows the cards go in: one card each, but two small cards one
@@ -588,6 +611,7 @@ final class TodayView {
         setAccessibleLabel(row, card.accessibilityLabel)
         let path = card.path
         onClick(row) { [self] in call(path, Today.widget.name, Today.Widget.activate, VariantDictionary([])) }
+        if editing { enableDragging(row, id: card.id) }
         let content = box(vertical: true, spacing: 6)
         addClass(content, "card")
         let (top, left, bottom, right) = card.margins

@@ -569,6 +569,77 @@ import TodayProtocol
         #expect(form.contains("Time zone") && form.contains("Seconds") && form.contains("Save"), "\(form)")
     }
 
+    /// Edit: a card dragged with the mouse onto another takes its place
+    /// (the pointer driven through XTest on a display of the test's own).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
+    func aCardDraggedOntoAnotherTakesItsPlace() async throws {
+        let folder = try temporaryDirectory("drag")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let drag = folder.appendingPathComponent("pointer-drag").path
+        let built = try await run(["cc", "-O2", "-o", drag, Paths.root.appendingPathComponent("Tests/TodayCoreTests/pointer-drag.c").path, "-lX11", "-lXtst"])
+        try #require(built.status == 0, "cannot build the pointer's driver (libxtst-dev): \(built.error)")
+
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try WidgetInstanceTests.clockApp(bundles)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let first = try await WidgetInstanceTests.add(client, [("zone", .string("Asia/Tokyo"))], family: "medium")
+        let second = try await WidgetInstanceTests.add(client, [("zone", .string("UTC"))], family: "medium")
+        _ = try await client.center("RemoveWidget", [.objectPath(WidgetInstanceID(kind: WidgetInstanceTests.clock).path)])
+        #expect(try await eventually(10) { try await WidgetInstanceTests.snapshotTitle(client, second) == "[2] medium" })
+        #expect(try await WidgetInstanceTests.layout(client) == [first, second])
+
+        // A display of its own: Xvfb says which number it took.
+        let displayPipe = Pipe()
+        let launcher = Process()
+        launcher.executableURL = URL(fileURLWithPath: "/bin/sh")
+        launcher.arguments = ["-c", "exec /usr/bin/Xvfb -displayfd 3 -screen 0 1024x768x24 -nolisten tcp 3>&1 >/dev/null 2>&1"]
+        launcher.standardOutput = displayPipe
+        launcher.standardError = FileHandle.nullDevice
+        try launcher.run()
+        defer { if launcher.isRunning { kill(launcher.processIdentifier, SIGKILL) } }
+        let number = try await read(displayPipe, until: { $0.hasSuffix("\n") }, within: 20).trimmingCharacters(in: .whitespacesAndNewlines)
+        let display = ":" + number
+
+        // What the view says goes to a file, read as it grows.
+        let said = folder.appendingPathComponent("view.out").path
+        _ = FileManager.default.createFile(atPath: said, contents: nil)
+        let view = Process()
+        view.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        view.arguments = ["DISPLAY=\(display)", "NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--window", "--edit", "--describe"]
+        view.standardOutput = FileHandle(forWritingAtPath: said)
+        view.standardError = FileHandle.nullDevice
+        try view.run()
+        defer {
+            if view.isRunning { kill(view.processIdentifier, SIGKILL) }
+        }
+        var text = ""
+        func saw(_ expected: String) async throws -> Bool {
+            try await eventually(20) {
+                text = (try? String(contentsOfFile: said, encoding: .utf8)) ?? ""
+                return text.contains(expected)
+            }
+        }
+        #expect(try await saw("place \(second) "), "\(text)")
+        func center(_ id: WidgetInstanceID) -> (Int, Int)? {
+            guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("place \(id) ") }) else { return nil }
+            let numbers = line.split(separator: " ").dropFirst(2).compactMap { Int($0) }
+            guard numbers.count == 4 else { return nil }
+            return (numbers[0] + numbers[2] / 2, numbers[1] + min(numbers[3] / 2, 40))
+        }
+        let from = try #require(center(first), "\(text)")
+        let to = try #require(center(second), "\(text)")
+        #expect(to.1 < 640, "the second card's top is on the screen: \(text)")
+        let dragged = try await run(["env", "DISPLAY=\(display)", drag, "\(from.0)", "\(from.1)", "\(to.0)", "\(to.1)"])
+        #expect(dragged.status == 0, "\(dragged.error)")
+        #expect(try await saw("cards: 0 made, 2 kept"), "\(text)")
+        #expect(text.contains("dropped \(first) onto \(second)"), "\(text)")
+        #expect(try await eventually(5) { try await WidgetInstanceTests.layout(client) == [second, first] })
+    }
+
     /// One view per session: `today-view --toggle` hides the running view
     /// and shows it again; it needs no display of its own.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
