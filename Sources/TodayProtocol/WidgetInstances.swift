@@ -2,16 +2,21 @@ import DBus
 import FoundationEssentials
 import PropertyList
 
+/// A widget kind (SPEC section 16): a widget extension, named by its
+/// bundle id. Its manifest, provider and container are the kind's; what a
+/// user placed of it are its instances (`WidgetInstanceID`).
+public typealias WidgetKind = BundleID
+
 /// A widget the user placed (SPEC section 16): an instance of a kind (the
 /// widget extension, named by its bundle id). The kind's own object is its
 /// default instance, number 0; added instances are numbered from 1, never
 /// reused for the kind.
 public struct WidgetInstanceID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let kind: BundleID
+    public let kind: WidgetKind
     /// 0: the default instance.
     public let number: UInt32
 
-    public init(kind: BundleID, number: UInt32 = 0) {
+    public init(kind: WidgetKind, number: UInt32 = 0) {
         self.kind = kind
         self.number = number
     }

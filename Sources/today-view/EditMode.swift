@@ -248,7 +248,7 @@ extension TodayView {
             }
             guard response == GTK_RESPONSE_ACCEPT.rawValue else { return }
             var configuration = PlistDictionary()
-            for (key, read) in readers { if let value = read() { configuration[key] = value } }
+            for (key, value) in readers { if let chosen = value() { configuration[key] = chosen } }
             apply(card, configuration: configuration, family: card.family)
         }
         gtk_widget_show(dialog)

@@ -508,4 +508,52 @@ import TodayProtocol
             [.string(Today.widget.name.rawValue), .string("LastFailure")])
         #expect(failures.body.first?.unwrapped == .string("exit 3"))
     }
+
+    /// From python3-dbus, as a panel written in Python sees it: an added
+    /// instance comes with InterfacesAdded (Widget and Instance), a removed
+    /// one goes with InterfacesRemoved, and a bad value is InvalidArgs.
+    @Test(.timeLimit(.minutes(1)))
+    func instancesComeAndGoOnTheObjectManager() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try Self.clockApp(bundles)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let script = #"""
+            import dbus, sys
+            from dbus.mainloop.glib import DBusGMainLoop
+            from gi.repository import GLib
+            DBusGMainLoop(set_as_default=True)
+            bus = dbus.bus.BusConnection(sys.argv[1])
+            seen = []
+            def added(path, interfaces):
+                seen.append("added %s %s" % (path, ",".join(sorted(k for k in interfaces if k.startswith("io.github")))))
+            def removed(path, interfaces):
+                seen.append("removed %s %s" % (path, ",".join(sorted(k for k in interfaces if k.startswith("io.github")))))
+            bus.add_signal_receiver(added, "InterfacesAdded", "org.freedesktop.DBus.ObjectManager", "io.github.todayd.Today1")
+            bus.add_signal_receiver(removed, "InterfacesRemoved", "org.freedesktop.DBus.ObjectManager", "io.github.todayd.Today1")
+            center = dbus.Interface(bus.get_object("io.github.todayd.Today1", "/io/github/todayd/Today1"), "io.github.todayd.Today1.Center")
+            path = center.AddWidget("org.example.Clock.World", {"zone": "Asia/Tokyo"}, "medium", -1)
+            try:
+                center.AddWidget("org.example.Clock.World", {"seconds": "yes"}, "", -1)
+            except dbus.DBusException as error:
+                print("refused %s: %s" % (error.get_dbus_name(), error.get_dbus_message()))
+            instance = dbus.Interface(bus.get_object("io.github.todayd.Today1", path), "org.freedesktop.DBus.Properties")
+            print("configuration %s" % dict(instance.Get("io.github.todayd.Today1.Instance", "Configuration")))
+            center.RemoveWidget(path)
+            loop = GLib.MainLoop()
+            GLib.timeout_add(500, loop.quit)
+            loop.run()
+            for line in seen: print(line)
+            """#
+        let result = try await run(["/usr/bin/python3", "-c", script, daemon.address])
+        #expect(result.status == 0, "\(result.error)")
+        let path = WidgetInstanceID(kind: Self.clock, number: 1).path.rawValue
+        #expect(result.output.contains("refused org.freedesktop.DBus.Error.InvalidArgs: org.example.Clock.World: parameter 'seconds'"), "\(result.output)")
+        #expect(result.output.contains("configuration {dbus.String('zone'): dbus.String('Asia/Tokyo', variant_level=1)}"), "\(result.output)")
+        #expect(result.output.contains("added \(path) io.github.todayd.Today1.Instance,io.github.todayd.Today1.Widget"), "\(result.output)")
+        #expect(result.output.contains("removed \(path) io.github.todayd.Today1.Instance,io.github.todayd.Today1.Widget"), "\(result.output)")
+    }
 }
