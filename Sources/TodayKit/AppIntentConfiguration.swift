@@ -207,17 +207,6 @@ extension AppIntentTimelineProvider {
     }
 }
 
-/// Writes an answer to todayd on standard output; the exit status.
-private func writeAnswer(_ answer: PlistDictionary) -> Int32 {
-    do {
-        FileHandle.standardOutput.write(try Plist.write(.dictionary(answer), format: .xml))
-        return 0
-    } catch {
-        FileHandle.standardError.write(Data("cannot write the answer: \(error)\n".utf8))
-        return 1
-    }
-}
-
 /// WidgetInfo: one placed instance of a kind, as the app sees it.
 public struct WidgetInfo: Sendable, Equatable {
     /// The kind: the widget's bundle id.

@@ -153,13 +153,7 @@ extension TimelineProvider {
             // No entries is not a timeline: keep what is shown.
             answer = ["result": .string(UpdateResult.noData.rawValue)]
         }
-        do {
-            FileHandle.standardOutput.write(try Plist.write(.dictionary(answer), format: .xml))
-            exit(0)
-        } catch {
-            FileHandle.standardError.write(Data("cannot write the answer: \(error)\n".utf8))
-            exit(1)
-        }
+        exit(writeAnswer(answer))
     }
 }
 

@@ -65,12 +65,18 @@ extension WidgetProviding {
         if result == .newData || (afterAction && result == .noData) {
             answer = ["result": .string(UpdateResult.newData.rawValue), "snapshot": .dictionary(snapshot.dictionary)]
         }
-        do {
-            FileHandle.standardOutput.write(try Plist.write(.dictionary(answer), format: .xml))
-            return 0
-        } catch {
-            FileHandle.standardError.write(Data("cannot write the answer: \(error)\n".utf8))
-            return 1
-        }
+        return writeAnswer(answer)
+    }
+}
+
+/// Writes a provider's answer to todayd on standard output (an XML
+/// plist); the exit status.
+func writeAnswer(_ answer: PlistDictionary) -> Int32 {
+    do {
+        FileHandle.standardOutput.write(try Plist.write(.dictionary(answer), format: .xml))
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("cannot write the answer: \(error)\n".utf8))
+        return 1
     }
 }
