@@ -497,13 +497,8 @@ import TodayProtocol
     /// cards' rows without making them again.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
     func theViewFollowsTheLayoutAndKeepsItsRows() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        try WidgetInstanceTests.clockApp(bundles)
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (bundles, daemon, client) = try await WidgetInstanceTests.clockService()
+        defer { WidgetInstanceTests.stop(bundles, daemon, client) }
         let tokyo = try await WidgetInstanceTests.add(client, [("zone", .string("Asia/Tokyo"))])
         _ = try await client.center("UpdateAll")
         let kind = WidgetInstanceID(kind: WidgetInstanceTests.clock)
@@ -539,13 +534,8 @@ import TodayProtocol
     /// controls; the settings form made from the kind's parameters.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
     func editShowsTheGalleryAndTheSettingsForm() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        try WidgetInstanceTests.clockApp(bundles)
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (bundles, daemon, client) = try await WidgetInstanceTests.clockService()
+        defer { WidgetInstanceTests.stop(bundles, daemon, client) }
         let tokyo = try await WidgetInstanceTests.add(client, [("zone", .string("Asia/Tokyo"))], family: "medium")
         #expect(try await eventually(10) { try await WidgetInstanceTests.snapshotTitle(client, tokyo) == "[1] medium" })
 
@@ -579,13 +569,8 @@ import TodayProtocol
         let built = try await run(["cc", "-O2", "-o", drag, Paths.root.appendingPathComponent("Tests/TodayCoreTests/pointer-drag.c").path, "-lX11", "-lXtst"])
         try #require(built.status == 0, "cannot build the pointer's driver (libxtst-dev): \(built.error)")
 
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        try WidgetInstanceTests.clockApp(bundles)
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (bundles, daemon, client) = try await WidgetInstanceTests.clockService()
+        defer { WidgetInstanceTests.stop(bundles, daemon, client) }
         let first = try await WidgetInstanceTests.add(client, [("zone", .string("Asia/Tokyo"))], family: "medium")
         let second = try await WidgetInstanceTests.add(client, [("zone", .string("UTC"))], family: "medium")
         _ = try await client.center("RemoveWidget", [.objectPath(WidgetInstanceID(kind: WidgetInstanceTests.clock).path)])

@@ -171,6 +171,26 @@ import TodayProtocol
             ])
     }
 
+    /// todayd serving the clock app, and a client of it.
+    static func clockService() async throws -> (BundleFolder, TodayDaemon, Connection) {
+        let bundles = try BundleFolder()
+        try clockApp(bundles)
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        do {
+            return (bundles, daemon, try await daemon.ready())
+        } catch {
+            daemon.stop()
+            bundles.remove()
+            throw error
+        }
+    }
+
+    static func stop(_ bundles: BundleFolder, _ daemon: TodayDaemon, _ client: Connection) {
+        client.close()
+        daemon.stop()
+        bundles.remove()
+    }
+
     static func layout(_ client: Connection) async throws -> [WidgetInstanceID] {
         let reply = try await client.call(
             Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
@@ -301,13 +321,8 @@ import TodayProtocol
     /// todayctl's layout commands, as a person types them.
     @Test(.timeLimit(.minutes(1)))
     func todayctlPlacesMovesConfiguresAndRemoves() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        try Self.clockApp(bundles)
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (bundles, daemon, client) = try await Self.clockService()
+        defer { Self.stop(bundles, daemon, client) }
         func todayctl(_ arguments: [String]) async throws -> (status: Int32, output: String, error: String) {
             try await NotificationCommandTests.todayctl(daemon.address, arguments)
         }
@@ -433,13 +448,8 @@ import TodayProtocol
     /// instances' settings follow it.
     @Test(.timeLimit(.minutes(1)))
     func theLayoutFileEditedByHand() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        try Self.clockApp(bundles)
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (bundles, daemon, client) = try await Self.clockService()
+        defer { Self.stop(bundles, daemon, client) }
         let tokyo = try await Self.add(client, [("zone", .string("Asia/Tokyo"))])
         let kind = WidgetInstanceID(kind: Self.clock)
         #expect(try await Self.layout(client) == [kind, tokyo])
@@ -514,13 +524,8 @@ import TodayProtocol
     /// one goes with InterfacesRemoved, and a bad value is InvalidArgs.
     @Test(.timeLimit(.minutes(1)))
     func instancesComeAndGoOnTheObjectManager() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        try Self.clockApp(bundles)
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (bundles, daemon, client) = try await Self.clockService()
+        defer { Self.stop(bundles, daemon, client) }
         let script = #"""
             import dbus, sys
             from dbus.mainloop.glib import DBusGMainLoop
