@@ -255,7 +255,7 @@ public struct BundleCatalog: Sendable {
             }
             let baseName = try string(extensionInfo, "CFBundleDisplayName", in: path) ?? string(extensionInfo, "CFBundleName", in: path) ?? id.rawValue
             let tables = try Localization.tables(of: appex)
-            let localizedNames = tables.compactMapValues { $0["CFBundleDisplayName"] ?? $0["CFBundleName"] }
+            let localizedNames = Localization.displayNames(in: tables)
             // Titles of parameters and choices are keys of the same tables.
             let parameters = declaredParameters.map { parameter in
                 var localized = parameter

@@ -5,13 +5,14 @@ import PropertyList
 /// beside a bundle's Info.plist overrides CFBundleDisplayName and
 /// CFBundleName; the language is chosen as gettext chooses it.
 public enum Localization {
-    /// The display name of each localization of `bundle`, by language tag
-    /// (`de`, `pt_BR`), or the problem of a `.strings` file that does not read.
-    static func displayNames(of bundle: String) throws -> [String: String] {
-        try tables(of: bundle).compactMapValues { $0["CFBundleDisplayName"] ?? $0["CFBundleName"] }
+    /// The display name in each of a bundle's `tables`, by language tag
+    /// (`de`, `pt_BR`).
+    static func displayNames(in tables: [String: [String: String]]) -> [String: String] {
+        tables.compactMapValues { $0["CFBundleDisplayName"] ?? $0["CFBundleName"] }
     }
 
-    /// Every `<lang>.lproj/InfoPlist.strings` of `bundle`, by language tag.
+    /// Every `<lang>.lproj/InfoPlist.strings` of `bundle`, by language tag,
+    /// or the problem of a `.strings` file that does not read.
     static func tables(of bundle: String) throws -> [String: [String: String]] {
         var tables: [String: [String: String]] = [:]
         for folder in FileSystem.entries(bundle).sorted() where folder.hasSuffix(".lproj") && folder != "Base.lproj" {

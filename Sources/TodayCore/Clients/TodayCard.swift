@@ -94,9 +94,6 @@ public struct TodayCard: Equatable, Sendable {
         if let chosen = values[Today.Instance.family.name]?.string.flatMap(WidgetFamily.init(rawValue:)) { family = chosen }
     }
 
-    /// Whether Edit offers settings for this card.
-    public var isConfigurable: Bool { !parameters.isEmpty || families.count > 1 }
-
     public var title: String? { snapshot.title }
     public var subtitle: String? { snapshot.subtitle }
     public var body: String? { snapshot.body }

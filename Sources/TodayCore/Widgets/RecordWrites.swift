@@ -52,6 +52,12 @@ final class RecordWriter: Sendable {
         }
     }
 
+    /// Forgets an instance removed from the layout: a pending write would
+    /// bring its file back.
+    func forget(_ id: WidgetInstanceID) {
+        state.withLock { $0.unsaved[id] = nil }
+    }
+
     /// Writes every record changed since the last flush.
     func flush() {
         let widgets = state.withLock { state -> [WidgetService.Widget] in

@@ -159,6 +159,7 @@ extension WidgetService {
             return state.widgets.removeValue(forKey: id)
         }
         if gone != nil { connection.objects.unexport(id.path) }
+        records.forget(id)
         store.remove(id)
         log.debug("widget removed from the layout: \(id)")
         announceLayout()
