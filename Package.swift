@@ -56,6 +56,10 @@ let package = Package(
         .target(name: "TramShared", dependencies: ["PropertyList"], path: "Examples/TramShared"),
         .executableTarget(name: "tram", dependencies: ["TodayKit", "PropertyList", "TramShared"], path: "Examples/Tram"),
         .executableTarget(name: "tram-departures", dependencies: ["TodayKit", "TramShared"], path: "Examples/TramDepartures"),
+        // The widgets that come with todayd (SPEC section 17): their code, and
+        // the one executable every extension of Essentials.app runs.
+        .target(name: "Essentials", dependencies: ["TodayKit", "TodayProtocol", "DBus", "PropertyList"], path: "Essentials/Widgets"),
+        .executableTarget(name: "todayd-essentials", dependencies: ["Essentials", "TodayKit", "PropertyList"], path: "Essentials/Main"),
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
         .executableTarget(name: "bundle-bench", dependencies: ["TodayCore"], path: "Benchmarks/bundle-bench"),
@@ -64,7 +68,7 @@ let package = Package(
         .testTarget(name: "PosixTests", dependencies: ["Posix"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(
-            name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix", "TestSupport"],
+            name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix", "TestSupport", "Essentials"],
             exclude: ["nextdates.py", "pointer-drag.c"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),
     ],

@@ -47,8 +47,11 @@ extension WidgetService {
         }
         var choices = parameter.choices
         if parameter.dynamic {
-            guard manifest.providerBusName == nil else {
-                throw TodayError.invalidArgs("'\(manifest.bundleIdentifier)' answers on the bus: its choices for '\(key)' are not asked here")
+            // A provider on the bus answers its choices through its
+            // executable, where the extension names one (design.md).
+            guard manifest.executable != nil else {
+                throw TodayError.invalidArgs(
+                    "'\(manifest.bundleIdentifier)' answers on the bus and names no CFBundleExecutable: its choices for '\(key)' cannot be asked")
             }
             let output = try await collect(.options(key), manifest: manifest, instance: instance)
             choices = try Self.choices(in: output, for: key, of: manifest.bundleIdentifier)

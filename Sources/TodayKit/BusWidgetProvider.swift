@@ -1,0 +1,123 @@
+import DBus
+import Foundation
+import PropertyList
+import TodayProtocol
+
+/// The instance a D-Bus provider's call serves (SPEC section 16's
+/// context): which one, its settings, its size, and whether the gallery
+/// asks.
+public struct ProviderContext: Sendable {
+    /// Empty for the kind's own instance.
+    public var instance: String = ""
+    public var configuration: PlistDictionary = [:]
+    public var family: WidgetFamily = .medium
+    public var isPreview = false
+
+    public init() {}
+
+    /// The context dictionary of a `…In` call; the default instance's for
+    /// the plain calls.
+    init(_ dictionary: VariantDictionary?) {
+        for (key, value) in dictionary?.entries ?? [] {
+            switch key {
+            case "instance": instance = value.string ?? ""
+            case "configuration": configuration = (try? ValueMapping.plist(value))?.dictionary ?? [:]
+            case "family": family = value.string.flatMap(WidgetFamily.init(rawValue:)) ?? .medium
+            case "preview": isPreview = value.bool ?? false
+            default: break
+            }
+        }
+    }
+
+    /// The instance's settings as the intent the widget declares.
+    public func configuration<Intent: WidgetConfigurationIntent>(_ type: Intent.Type = Intent.self) -> Intent {
+        Intent.loaded(from: configuration)
+    }
+}
+
+/// A widget provider that lives on the bus (`TodayProviderBusName`), for
+/// widgets that follow something which tells of its changes (a media
+/// player, a battery): the bus starts it at todayd's first call, it keeps
+/// following what it shows while todayd runs, and when that changes it
+/// calls `WidgetCenter.shared.reloadTimelines(ofKind:)`, so todayd asks it
+/// again. Between changes it sleeps on its connection.
+///
+///     struct Battery: BusWidgetProvider {
+///         func update(in context: ProviderContext, previous: Snapshot) async -> (UpdateResult, Snapshot) { … }
+///     }
+///     try await BusProviderHost.serve(Battery(), as: "org.example.Battery")
+public protocol BusWidgetProvider: Sendable {
+    /// The content of `context`'s instance, now.
+    func update(in context: ProviderContext, previous: Snapshot) async -> (UpdateResult, Snapshot)
+    /// A button or toggle of the snapshot (arguments has `state` for a
+    /// toggle); the update that follows is the answer. Throws when the
+    /// action cannot be done, saying why.
+    func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) async throws
+}
+
+extension BusWidgetProvider {
+    public func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) async throws {
+        throw TodayKitError.service("this widget has no action '\(id)'")
+    }
+}
+
+/// Serves a `BusWidgetProvider` at `/io/github/todayd/Today1/Provider`.
+public enum BusProviderHost {
+    /// Exports the Provider interface on the session bus, takes `name`,
+    /// and answers todayd's calls until the bus goes away. Throws when the
+    /// name cannot be had (another copy serves it).
+    public static func serve(_ provider: some BusWidgetProvider, as name: String) async throws {
+        guard let busName = BusName(rawValue: name) else { throw TodayKitError.service("'\(name)' is not a D-Bus name") }
+        let connection = try TodayBus.shared.connection()
+        let update: @Sendable (VariantDictionary?, VariantDictionary) async -> [Value] = { context, previous in
+            let (result, snapshot) = await provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
+            return [.string(result.rawValue), ValueMapping.dbus(snapshot.dictionary)]
+        }
+        let action: @Sendable (VariantDictionary?, String, VariantDictionary, VariantDictionary) async throws -> [Value] = {
+            context, id, arguments, previous in
+            let given = (try? ValueMapping.plist(arguments.value))?.dictionary ?? [:]
+            try await provider.perform(action: id, arguments: given, in: ProviderContext(context))
+            // The state after the action, even when it looks the same: a
+            // toggle's state comes back from the widget itself.
+            let (_, snapshot) = await provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
+            return [.string(UpdateResult.newData.rawValue), ValueMapping.dbus(snapshot.dictionary)]
+        }
+        let timeline: @Sendable (VariantDictionary?, VariantDictionary) async -> [Value] = { context, previous in
+            // One entry, now; the provider reloads when what it follows changes.
+            let (result, snapshot) = await provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
+            let now = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+            let entry = Value.vardict([("date", .uint64(now)), ("snapshot", ValueMapping.dbus(snapshot.dictionary))])
+            return [
+                .string(result.rawValue), .array(.dictionary(key: .string, value: .variant), result == .newData ? [entry] : []),
+                .vardict([("kind", .string("never"))]),
+            ]
+        }
+        connection.objects.export(
+            Today.providerPath,
+            [
+                ExportedInterface(
+                    Today.provider,
+                    bindings: [
+                        Today.Provider.performUpdate.task { _, previous in await update(nil, previous) },
+                        Today.Provider.performUpdateIn.task { _, context, previous in await update(context, previous) },
+                        Today.Provider.getTimeline.task { _, previous in await timeline(nil, previous) },
+                        Today.Provider.getTimelineIn.task { _, context, previous in await timeline(context, previous) },
+                        Today.Provider.performAction.task { _, id, arguments, previous in try await action(nil, id, arguments, previous) },
+                        Today.Provider.performActionIn.task { _, context, id, arguments, previous in
+                            try await action(context, id, arguments, previous)
+                        },
+                    ])
+            ])
+        let reply = try await connection.requestName(busName, flags: [.doNotQueue])
+        guard reply == .primaryOwner || reply == .alreadyOwner else {
+            throw TodayKitError.service("another process serves \(name) already")
+        }
+        let (ended, end) = AsyncStream<Void>.makeStream()
+        connection.onDisconnect { end.finish() }
+        for await _ in ended {}
+    }
+
+    static func snapshot(_ dictionary: VariantDictionary) -> Snapshot {
+        Snapshot((try? ValueMapping.plist(dictionary.value))?.dictionary ?? [:])
+    }
+}
