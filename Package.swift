@@ -26,6 +26,12 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // iCalendar files, for the Up Next widget.
+        .systemLibrary(
+            name: "CICal",
+            pkgConfig: "libical",
+            providers: [.apt(["libical-dev"])]
+        ),
         // The Today view only: todayd and todayctl never link GTK.
         .systemLibrary(
             name: "CGtk",
@@ -58,7 +64,7 @@ let package = Package(
         .executableTarget(name: "tram-departures", dependencies: ["TodayKit", "TramShared"], path: "Examples/TramDepartures"),
         // The widgets that come with todayd (SPEC section 17): their code, and
         // the one executable every extension of Essentials.app runs.
-        .target(name: "Essentials", dependencies: ["TodayKit", "TodayProtocol", "DBus", "PropertyList"], path: "Essentials/Widgets"),
+        .target(name: "Essentials", dependencies: ["TodayKit", "TodayProtocol", "DBus", "PropertyList", "CICal"], path: "Essentials/Widgets"),
         .executableTarget(name: "todayd-essentials", dependencies: ["Essentials", "TodayKit", "PropertyList"], path: "Essentials/Main"),
         .executableTarget(name: "dbus-bench-service", dependencies: ["DBus"], path: "Benchmarks/dbus-bench-service"),
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
@@ -69,7 +75,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(
             name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix", "TestSupport", "Essentials"],
-            exclude: ["nextdates.py", "pointer-drag.c"]),
+            exclude: ["nextdates.py", "pointer-drag.c", "icalcheck.py"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),
     ],
     swiftLanguageModes: [.v6]

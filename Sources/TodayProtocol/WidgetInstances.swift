@@ -103,20 +103,40 @@ public struct WidgetParameter: Sendable, Equatable {
     public var choices: [Choice]
     /// A choice whose values the provider gives (`perform-options KEY`).
     public var dynamic: Bool
+    /// A string that names files and folders, separated by `:` (SPEC
+    /// section 17); a leading `~/` is the user's home. The sandbox lets a
+    /// provider entitled to user-selected files read them (design.md).
+    public var files: Bool
 
-    public init(key: String, title: String, type: Kind, defaultValue: PlistValue? = nil, choices: [Choice] = [], dynamic: Bool = false) {
+    public init(
+        key: String, title: String, type: Kind, defaultValue: PlistValue? = nil, choices: [Choice] = [], dynamic: Bool = false,
+        files: Bool = false
+    ) {
         self.key = key
         self.title = title
         self.type = type
         self.defaultValue = defaultValue
         self.choices = choices
         self.dynamic = dynamic
+        self.files = files
+    }
+
+    /// The paths a `files` parameter's value names, `~/` made the user's
+    /// `home`; only absolute ones.
+    public static func paths(in value: String, home: String) -> [String] {
+        value.split(separator: ":").compactMap { part in
+            let path = String(part.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+            if path == "~" { return home }
+            if path.hasPrefix("~/") { return home + path.dropFirst(1) }
+            return path.hasPrefix("/") ? path : nil
+        }
     }
 
     /// The parameter as the Widget interface's Parameters property gives it.
     public var dbusValue: Value {
         var entries: [(String, Value)] = [
             ("key", .string(key)), ("title", .string(title)), ("type", .string(type.rawValue)), ("dynamic", .boolean(dynamic)),
+            ("files", .boolean(files)),
             ("choices", .array(.dictionary(key: .string, value: .variant), choices.map { .vardict([("value", .string($0.value)), ("title", .string($0.title))]) })),
         ]
         if let defaultValue { entries.append(("default", ValueMapping.dbus(defaultValue))) }
@@ -133,7 +153,7 @@ public struct WidgetParameter: Sendable, Equatable {
                 guard let choice = choice.stringDictionary, let value = choice["value"]?.string else { return nil }
                 return Choice(value: value, title: choice["title"]?.string ?? value)
             },
-            dynamic: fields["dynamic"]?.bool ?? false)
+            dynamic: fields["dynamic"]?.bool ?? false, files: fields["files"]?.bool ?? false)
     }
 
     /// A value typed on a command line, as this parameter takes it.

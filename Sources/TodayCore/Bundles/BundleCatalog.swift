@@ -46,6 +46,9 @@ public struct WidgetManifest: Sendable, Equatable {
     /// `com.apple.security.network.client` in the widget's entitlements:
     /// its sandbox keeps the network.
     public var networkClient = false
+    /// `com.apple.security.files.user-selected.read-only`: its sandbox
+    /// lets it read what its `files` parameters name.
+    public var userSelectedFiles = false
 
     /// Every localization of the display name, by language tag.
     public var localizedDisplayNames: [String: String] = [:]
@@ -270,6 +273,7 @@ public struct BundleCatalog: Sendable {
                     preferredHeight: height, marginInsets: insets, updateInterval: UInt32(interval), groups: groups, path: appex,
                     executable: providerExecutable, updateTimeout: UInt32(timeout), memoryLimit: UInt64(memory),
                     providerBusName: busName, timeline: timeline, networkClient: entitlements.networkClient,
+                    userSelectedFiles: entitlements.userSelectedFiles,
                     localizedDisplayNames: localizedNames, parameters: parameters, families: families,
                     configurable: !declaredParameters.isEmpty || attributes["TodaySupportedFamilies"] != nil, placeholder: placeholder))
         }

@@ -188,11 +188,15 @@ extension BundleCatalog {
     /// `Entitlements.plist`, or else a single `*.entitlements` file.
     static func entitledGroups(_ bundle: String) throws -> [GroupID] { try entitlements(bundle).groups }
 
-    /// What a bundle's entitlements grant: app groups, and the network
-    /// (`com.apple.security.network.client`, which the sandbox honours).
+    /// What a bundle's entitlements grant: app groups, the network
+    /// (`com.apple.security.network.client`) and reading the files the
+    /// user names in its settings
+    /// (`com.apple.security.files.user-selected.read-only`), which the
+    /// sandbox honours.
     struct Entitlements {
         var groups: [GroupID] = []
         var networkClient = false
+        var userSelectedFiles = false
     }
 
     static func entitlements(_ bundle: String) throws -> Entitlements {
@@ -217,8 +221,13 @@ extension BundleCatalog {
             throw BundleProblem(file: path, key: network, message: "must be <true/> or <false/>, not <\(flag.typeName)>")
         }
         let networkClient = value[network]?.bool ?? false
+        let files = "com.apple.security.files.user-selected.read-only"
+        if let flag = value[files], flag.bool == nil {
+            throw BundleProblem(file: path, key: files, message: "must be <true/> or <false/>, not <\(flag.typeName)>")
+        }
+        let userSelectedFiles = value[files]?.bool ?? false
         let key = "com.apple.security.application-groups"
-        guard let entry = value[key] else { return Entitlements(networkClient: networkClient) }
+        guard let entry = value[key] else { return Entitlements(networkClient: networkClient, userSelectedFiles: userSelectedFiles) }
         guard let list = entry.array else {
             throw BundleProblem(file: path, key: key, message: "must be an <array> of <string> group ids, not <\(entry.typeName)>")
         }
@@ -229,7 +238,7 @@ extension BundleCatalog {
             }
             if !groups.contains(group) { groups.append(group) }
         }
-        return Entitlements(groups: groups, networkClient: networkClient)
+        return Entitlements(groups: groups, networkClient: networkClient, userSelectedFiles: userSelectedFiles)
     }
 }
 
@@ -283,7 +292,11 @@ extension BundleCatalog {
             guard type != .choice || dynamic || !choices.isEmpty else {
                 throw BundleProblem(file: file, key: itemPrefix + "choices", message: "missing; a choice that is not dynamic lists its choices")
             }
-            var parameter = WidgetParameter(key: name, title: title, type: type, choices: choices, dynamic: dynamic)
+            let files = try boolean(entry, "files", in: file, prefix: itemPrefix) ?? false
+            guard !files || type == .string else {
+                throw BundleProblem(file: file, key: itemPrefix + "files", message: "only a string can name files")
+            }
+            var parameter = WidgetParameter(key: name, title: title, type: type, choices: choices, dynamic: dynamic, files: files)
             if let value = entry["default"] {
                 if let problem = parameter.problem(with: value) {
                     throw BundleProblem(file: file, key: itemPrefix + "default", message: problem)

@@ -42,6 +42,8 @@ public enum ProviderRun {
         case .success(let path): executable = path
         case .failure(let problem): return .failure(Problem(description: problem.description))
         }
+        // What the instance's settings name, `~/` made the user's home.
+        let served = (instance ?? ProviderInstance(defaultOf: manifest)).resolvingFiles(of: manifest, home: directories.home)
         var limits = ProviderLimits()
         limits.timeout = .seconds(Int(manifest.updateTimeout))
         limits.memory = manifest.memoryLimit
@@ -52,7 +54,8 @@ public enum ProviderRun {
         case .available(let bwrap):
             sandbox = SandboxPlan(
                 bwrap: bwrap, appFolder: manifest.appPath, container: container, groupContainers: groups.map(\.1),
-                network: manifest.networkClient, busAddress: busAddress, libraryFolders: SandboxPlan.libraryFolders(of: executable))
+                network: manifest.networkClient, busAddress: busAddress, libraryFolders: SandboxPlan.libraryFolders(of: executable),
+                userFiles: manifest.userSelectedFiles ? served.userFiles(of: manifest) : [])
         case .unavailable(let reason):
             if confinement.required {
                 return .failure(Problem(description: "todayd --require-sandbox, and \(reason)", failure: .noSandbox))
@@ -62,7 +65,7 @@ public enum ProviderRun {
             ExecProvider(
                 widgetID: manifest.bundleIdentifier.rawValue, executable: executable, container: container, groupContainers: groups,
                 busAddress: busAddress, environment: environment, limits: limits, sandbox: sandbox,
-                instanceVariables: (instance ?? ProviderInstance(defaultOf: manifest)).variables))
+                instanceVariables: served.variables))
     }
 
     /// A word as a shell would need it written, for people to read.
@@ -122,6 +125,22 @@ public struct ProviderInstance: Sendable, Equatable {
         self.init(
             id: WidgetInstanceID(kind: manifest.bundleIdentifier), configuration: WidgetConfiguration.complete([:], with: manifest.parameters),
             family: manifest.families.first ?? .medium)
+    }
+
+    /// The instance with its `files` parameters' `~/` made `home`, as the
+    /// provider is given them.
+    func resolvingFiles(of manifest: WidgetManifest, home: String) -> ProviderInstance {
+        var resolved = self
+        for parameter in manifest.parameters where parameter.files {
+            guard let value = configuration[parameter.key]?.string else { continue }
+            resolved.configuration[parameter.key] = .string(WidgetParameter.paths(in: value, home: home).joined(separator: ":"))
+        }
+        return resolved
+    }
+
+    /// Every path the instance's `files` parameters name.
+    func userFiles(of manifest: WidgetManifest) -> [String] {
+        manifest.parameters.filter(\.files).flatMap { configuration[$0.key]?.string.map { $0.split(separator: ":").map(String.init) } ?? [] }
     }
 
     var variables: [(String, String)] {

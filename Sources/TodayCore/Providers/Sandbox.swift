@@ -21,11 +21,16 @@ public struct SandboxPlan: Sendable, Equatable {
     /// Folders of the Swift runtime (or other libraries) the provider loads
     /// from outside /usr.
     public var libraryFolders: [String]
+    /// Files and folders the user named in the widget's settings, which a
+    /// provider entitled to user-selected files reads (bound read-only
+    /// where they exist).
+    public var userFiles: [String]
 
     public init(
         bwrap: String, appFolder: String, container: String, groupContainers: [String], network: Bool, busAddress: String?,
-        libraryFolders: [String]
+        libraryFolders: [String], userFiles: [String] = []
     ) {
+        self.userFiles = userFiles
         self.bwrap = bwrap
         self.appFolder = appFolder
         self.container = container
@@ -105,11 +110,21 @@ public struct SandboxPlan: Sendable, Equatable {
         let socket = busSocket
         for folder in libraryFolders where !folder.hasPrefix("/usr/") { args += ["--ro-bind", folder, folder] }
         args += ["--ro-bind", appFolder, appFolder]
+        // Before the container: a folder named that holds it does not hide it.
+        for path in userFiles where Self.bindable(path) { args += ["--ro-bind-try", path, path] }
         args += ["--bind", container, container]
         for group in groupContainers { args += ["--bind", group, group] }
         if let path = socket.path { args += ["--bind", path, path] }
         args += ["--setenv", "HOME", container, "--chdir", container, "--"]
         return args + command
+    }
+
+    /// Whether a path the user named may be bound: not the root, nor what
+    /// the sandbox makes of its own (/proc, /dev, /sys).
+    static func bindable(_ path: String) -> Bool {
+        let parts = path.split(separator: "/")
+        guard path.hasPrefix("/"), let top = parts.first, !parts.contains(".."), !parts.contains(".") else { return false }
+        return !["proc", "dev", "sys"].contains(top)
     }
 
     /// The first MiB of a file: where an executable's program headers and

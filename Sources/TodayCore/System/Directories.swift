@@ -5,6 +5,8 @@ import TodayProtocol
 /// when a variable is unset or empty. Built from an environment so tests
 /// pass their own.
 public struct Directories: Sendable, Equatable {
+    /// The user's home (HOME): where a `~/` of a widget's settings points.
+    public var home: String
     public var dataHome: String
     public var dataDirs: [String]
     public var cacheHome: String
@@ -20,6 +22,7 @@ public struct Directories: Sendable, Equatable {
             return v
         }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
+        self.home = home
         dataHome = value("XDG_DATA_HOME") ?? home + "/.local/share"
         cacheHome = value("XDG_CACHE_HOME") ?? home + "/.cache"
         stateHome = value("XDG_STATE_HOME") ?? home + "/.local/state"
