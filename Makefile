@@ -32,6 +32,8 @@ test-build: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build
 	scripts/assemble-examples .build/examples .build/debug
+	scripts/assemble-essentials .build/essentials .build/debug
+	scripts/python-packages
 
 # The whole suite. Tests start their own dbus-daemon and stop it.
 test: test-build

@@ -39,6 +39,8 @@ case (WorldClock.kind, _):
     await WorldClock.main()
 case (WeatherProvider.kind, _):
     await WeatherProvider.main()
+case (UpNextProvider.kind, _):
+    await UpNextProvider.main()
 default:
     FileHandle.standardError.write(
         Data("usage: run as one of io.github.todayd.Essentials' widgets (todayd runs it); this is '\(kind.isEmpty ? "none" : kind)'\n".utf8))
