@@ -25,6 +25,12 @@ public struct WeatherPlace: Codable, Sendable, Equatable {
     public var latitude: Double
     public var longitude: Double
 
+    public init(name: String, latitude: Double, longitude: Double) {
+        self.name = name
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+
     /// `lat,lon` as two numbers in range, else nil.
     public static func coordinates(_ text: String) -> WeatherPlace? {
         let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -180,13 +186,32 @@ public struct OpenMeteo: Sendable {
     }
 
     func get(_ url: URL) async throws -> Data {
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.setValue("todayd-essentials", forHTTPHeaderField: "User-Agent")
+        let limit = timeout
         let (data, response): (Data, URLResponse)
         do {
-            (data, response) = try await URLSession.shared.data(for: request)
+            // The session's own timeout does not cover a server that takes
+            // the connection and stays silent: the limit is kept here too.
+            (data, response) = try await withThrowingTaskGroup(of: (Data, URLResponse).self) { group in
+                group.addTask {
+                    var request = URLRequest(url: url, timeoutInterval: limit)
+                    request.setValue("todayd-essentials", forHTTPHeaderField: "User-Agent")
+                    let configuration = URLSessionConfiguration.ephemeral
+                    configuration.timeoutIntervalForRequest = limit
+                    configuration.timeoutIntervalForResource = limit
+                    let session = URLSession(configuration: configuration)
+                    defer { session.invalidateAndCancel() }
+                    return try await session.data(for: request)
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(limit))
+                    throw WeatherError.network("no answer within \(Int(limit)) s")
+                }
+                guard let first = try await group.next() else { throw WeatherError.network("no answer") }
+                group.cancelAll()
+                return first
+            }
         } catch {
-            throw WeatherError.network("\(url.host ?? "the service") did not answer: \(error.localizedDescription)")
+            throw WeatherError.network("\(url.host ?? "the service") did not answer: \((error as? WeatherError)?.description ?? error.localizedDescription)")
         }
         guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0

@@ -43,16 +43,21 @@ struct Client {
         }
     }
 
-    /// Calls a method of a widget's object.
+    /// Calls a method of a widget's object, or of a placed instance's.
     @discardableResult
     func widget<each Input: DBusArgument>(
-        _ id: BundleID, _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, timeout: Duration = .seconds(120)
+        _ id: WidgetInstanceID, _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, timeout: Duration = .seconds(120)
     ) async throws -> Message {
         let values = method.values(repeat each inputs)
         return try await Self.attempt {
-            try await connection.call(
-                Today.busName, path: Today.widgetPath(id), interface: Today.widget.name, member: method.method.name, values, timeout: timeout)
+            try await connection.call(Today.busName, path: id.path, interface: Today.widget.name, member: method.method.name, values, timeout: timeout)
         }
+    }
+
+    /// A widget id (`id`) or a placed instance's (`id/n`) from the command line.
+    static func instanceID(_ text: String) throws -> WidgetInstanceID {
+        guard let id = WidgetInstanceID(text) else { throw Failure.usage("'\(text)' is not a widget id; `todayctl list` shows them") }
+        return id
     }
 
     /// A widget id from the command line.

@@ -59,7 +59,7 @@ func show(_ client: Client, _ arguments: [String], json: Bool) async throws {
 func action(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count == 2 else { throw Failure.usage("action needs a widget id and an action id") }
     let (id, action) = (arguments[0], arguments[1])
-    let widget = try Client.widgetID(id)
+    let widget = try Client.instanceID(id)
     let result = try await client.widget(widget, Today.Widget.performAction, action, VariantDictionary([])).value(String.self, answering: "PerformAction")
     let card = try await client.card(id)
     if json {
@@ -74,7 +74,7 @@ func update(_ client: Client, _ arguments: [String], json: Bool) async throws {
     guard arguments.count == 1 else { throw Failure.usage("update needs one widget id, or --all") }
     if arguments[0] != "--all" {
         let id = arguments[0]
-        let result = try await client.center(Today.Center.performUpdate, try Client.widgetID(id)).value(String.self, answering: "PerformUpdate")
+        let result = try await client.widget(try Client.instanceID(id), Today.Widget.performUpdate).value(String.self, answering: "PerformUpdate")
         let card = try await client.card(id)
         if json {
             Out.json(.dictionary(["id": .string(id), "result": .string(result), "failure": .string(card.lastFailure)]))
@@ -143,8 +143,9 @@ func timeline(_ client: Client, _ arguments: [String], json: Bool) async throws 
     guard arguments.count == 1 else { throw Failure.usage("timeline needs one widget id") }
     let id = arguments[0]
     let card = try await client.card(id)
-    let values = try await client.properties(Today.widgetPath(id))
-    let reply = try await client.widget(try Client.widgetID(id), Today.Widget.getTimeline)
+    let instance = try Client.instanceID(id)
+    let values = try await client.properties(instance.path)
+    let reply = try await client.widget(instance, Today.Widget.getTimeline)
     var entries: [(date: UInt64, snapshot: PlistDictionary, relevance: Double)] = []
     let timelineType = DBusType.array(.structure([.uint64, .dictionary(key: .string, value: .variant), .double]))
     for case .structure(let fields) in try reply.value(of: timelineType, answering: "GetTimeline").elements ?? [] where fields.count == 3 {

@@ -124,3 +124,362 @@ import TodayProtocol
         #expect(table.names.count > 300)
     }
 }
+
+extension Paths {
+    /// Essentials.app as `make test-build` assembles it.
+    static let essentials = root.appendingPathComponent(".build/essentials").path
+}
+
+/// todayd serving Essentials.app on a bus of its own that starts the two
+/// providers that answer on the bus (their service files as `make install`
+/// writes them, pointing into the assembled bundle).
+final class EssentialsService {
+    let home: URL
+    let bus: BusDaemon
+    let daemon: TodayDaemon
+    let client: Connection
+    private let services: URL
+
+    init(environment extra: [String: String] = [:]) async throws {
+        home = try temporaryDirectory("essentials")
+        services = try temporaryDirectory("essentials-services")
+        for widget in ["NowPlaying", "Battery"] {
+            let exec = Paths.essentials + "/Essentials.app/PlugIns/\(widget).appex/todayd-essentials serve"
+            try Data("[D-BUS Service]\nName=io.github.todayd.Essentials.\(widget)\nExec=\(exec)\n".utf8)
+                .write(to: services.appendingPathComponent("io.github.todayd.Essentials.\(widget).service"))
+        }
+        var environment = TodayDaemon.environment(home: home)
+        environment.merge(extra) { _, given in given }
+        bus = try BusDaemon(serviceFolders: [services.path], environment: environment)
+        daemon = try TodayDaemon(bundles: [Paths.essentials], home: home, address: bus.address, environment: extra)
+        client = try await daemon.ready()
+    }
+
+    func stop() {
+        client.close()
+        daemon.stop()
+        bus.stop()
+        try? FileManager.default.removeItem(at: services)
+    }
+
+    func snapshot(_ id: String) async throws -> [String: Value] {
+        try await client.property(id, "Snapshot").stringDictionary ?? [:]
+    }
+
+    func snapshot(at path: ObjectPath) async throws -> [String: Value] {
+        let reply = try await client.call(
+            Today.busName, path: path, interface: .properties, member: MemberName("Get"), [.string(Today.widget.name.rawValue), .string("Snapshot")])
+        return reply.body.first?.unwrapped.stringDictionary ?? [:]
+    }
+
+    func update(_ id: String) async throws -> String {
+        try await client.widget(id, "PerformUpdate").body.first?.string ?? ""
+    }
+
+    func add(_ kind: String, _ configuration: [(String, Value)]) async throws -> ObjectPath {
+        let reply = try await client.center("AddWidget", [.string(kind), VariantDictionary(configuration).value, .string(""), .int32(-1)])
+        guard case .objectPath(let path)? = reply.body.first else { throw DBusError.failed("AddWidget gave no path") }
+        return path
+    }
+
+    func options(_ id: String, _ key: String) async throws -> [String] {
+        let reply = try await client.widget(id, "GetOptions", [.string(key)])
+        return reply.body.first?.elements?.compactMap { $0.stringDictionary?["value"]?.string } ?? []
+    }
+}
+
+extension [String: Value] {
+    var title: String { self["title"]?.string ?? "" }
+    var subtitle: String { self["subtitle"]?.string ?? "" }
+    var body: String { self["body"]?.string ?? "" }
+}
+
+@Suite(.serialized, .showsDaemonLogs) struct EssentialsWidgetTests {
+    static let battery = "io.github.todayd.Essentials.Battery"
+    static let nowPlaying = "io.github.todayd.Essentials.NowPlaying"
+    static let worldClock = "io.github.todayd.Essentials.WorldClock"
+    static let upNext = "io.github.todayd.Essentials.UpNext"
+    static let weather = "io.github.todayd.Essentials.Weather"
+
+    @Test func allFiveAreInstalledAndNamedInGerman() async throws {
+        let service = try await EssentialsService(environment: ["LANG": "C.UTF-8", "LANGUAGE": "de"])
+        defer { service.stop() }
+        let list = try await run(["env", "LANGUAGE=de", Paths.todayctl, "--address", service.bus.address, "list"])
+        for (id, name) in [(Self.battery, "Batterie"), (Self.nowPlaying, "Wiedergabe"), (Self.worldClock, "Weltuhr"), (Self.upNext, "Als Nächstes"), (Self.weather, "Wetter")] {
+            #expect(list.output.contains("\(id)\t\(name)"), "\(list.output)")
+        }
+    }
+
+    /// Battery on UPower as python3-dbusmock's upower template plays it on
+    /// a system bus of the test's own: discharging, charging, no battery.
+    @Test func batteryFollowsUPower() async throws {
+        let system = try BusDaemon()
+        defer { system.stop() }
+        let upower = try Background(
+            "/usr/bin/env", ["DBUS_SYSTEM_BUS_ADDRESS=\(system.address)", "/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "upower"])
+        defer { upower.stop() }
+        let mock = try await Connection.connect(address: system.address)
+        defer { mock.close() }
+        _ = try await mock.waitForOwner(of: BusName("org.freedesktop.UPower"), timeout: .seconds(10))
+        let root = ObjectPath("/org/freedesktop/UPower")
+        let display = ObjectPath("/org/freedesktop/UPower/devices/DisplayDevice")
+        let mockInterface = InterfaceName("org.freedesktop.DBus.Mock")
+        try await mock.call(
+            BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetupDisplayDevice"),
+            [.uint32(2), .uint32(2), .double(76), .double(38), .double(50), .double(10), .int64(11_400), .int64(0), .boolean(true), .string("battery-good-symbolic"), .uint32(1)])
+
+        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": system.address])
+        defer { service.stop() }
+        #expect(try await service.update(Self.battery) == "new-data")
+        var card = try await service.snapshot(Self.battery)
+        #expect(card.title == "76 %" && card.subtitle == "3 h 10 min left", "\(card)")
+
+        // Plugged in: the provider hears it and todayd reloads, no update asked for.
+        func set(_ properties: [(String, Value)]) async throws {
+            try await mock.call(
+                BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetDeviceProperties"),
+                [.objectPath(display), VariantDictionary(properties).value])
+        }
+        try await set([("State", .uint32(1)), ("Percentage", .double(80)), ("TimeToFull", .int64(1800))])
+        #expect(try await eventually(5) { try await service.snapshot(Self.battery).subtitle == "Charging, full in 30 min" })
+        card = try await service.snapshot(Self.battery)
+        #expect(card.title == "80 %")
+
+        // The battery taken out: the widget has no content, and back.
+        try await set([("IsPresent", .boolean(false))])
+        #expect(try await eventually(5) { try await service.client.property(Self.battery, "HasContent") == .boolean(false) })
+        try await set([("IsPresent", .boolean(true)), ("State", .uint32(4))])
+        #expect(try await eventually(5) { try await service.client.property(Self.battery, "HasContent") == .boolean(true) })
+        #expect(try await eventually(5) { try await service.snapshot(Self.battery).subtitle == "Fully charged" })
+    }
+
+    @Test func noUPowerIsNoBattery() async throws {
+        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/system_bus_socket"])
+        defer { service.stop() }
+        #expect(try await service.update(Self.battery) == "new-data")
+        #expect(try await eventually(5) { try await service.client.property(Self.battery, "HasContent") == .boolean(false) })
+        #expect(try await service.snapshot(Self.battery).title == "No battery")
+    }
+
+    /// Now Playing with mpv (Debian's mpv-mpris) playing two generated
+    /// songs with no sound device, and playerctl on the same bus.
+    @Test func nowPlayingFollowsMpvAndDrivesIt() async throws {
+        let folder = try temporaryDirectory("songs")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (file, title) in [("one.wav", "First Song"), ("two.wav", "Second Song")] {
+            try Self.song(at: folder.appendingPathComponent(file), title: title, artist: "The Testers", album: "Album One")
+        }
+        let service = try await EssentialsService()
+        defer { service.stop() }
+        #expect(try await service.update(Self.nowPlaying) == "new-data")
+        #expect(try await service.snapshot(Self.nowPlaying).title == "No player is running")
+
+        var environment = TodayDaemon.environment(home: service.home)
+        environment["DBUS_SESSION_BUS_ADDRESS"] = service.bus.address
+        let mpv = try Background(
+            "/usr/bin/mpv", ["--no-config", "--ao=null", "--no-video", "--idle=no", "--really-quiet", "--script=/etc/mpv/scripts/mpris.so",
+                             folder.appendingPathComponent("one.wav").path, folder.appendingPathComponent("two.wav").path],
+            environment: environment)
+        defer { mpv.stop() }
+        // The player appearing is enough: no update is asked for.
+        #expect(try await eventually(10) { try await service.snapshot(Self.nowPlaying).title == "First Song" })
+        let card = try await service.snapshot(Self.nowPlaying)
+        #expect(card.subtitle == "The Testers — Album One" && card.body.hasPrefix("Playing"), "\(card)")
+        #expect(try await service.options(Self.nowPlaying, "player").contains("mpv"))
+
+        func playerctl(_ arguments: String...) async throws -> String {
+            try await run(["env", "DBUS_SESSION_BUS_ADDRESS=\(service.bus.address)", "playerctl", "--player=mpv"] + arguments).output
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // The widget's buttons change what playerctl sees…
+        #expect(try await service.client.widget(Self.nowPlaying, "PerformAction", [.string("next"), VariantDictionary([]).value]).body.first?.string == "new-data")
+        #expect(try await eventually(5) { try await playerctl("metadata", "title") == "Second Song" })
+        #expect(try await service.client.widget(Self.nowPlaying, "PerformAction", [.string("play-pause"), VariantDictionary([("state", .boolean(false))]).value]).body.first?.string == "new-data")
+        #expect(try await eventually(5) { try await playerctl("status") == "Paused" })
+        // …and playerctl's commands change the widget.
+        _ = try await playerctl("play")
+        #expect(try await eventually(5) { try await service.snapshot(Self.nowPlaying).body.hasPrefix("Playing") })
+        _ = try await playerctl("previous")
+        #expect(try await eventually(5) { try await service.snapshot(Self.nowPlaying).title == "First Song" })
+        // The player gone: so is its song.
+        mpv.stop()
+        #expect(try await eventually(5) { try await service.snapshot(Self.nowPlaying).title == "No player is running" })
+    }
+
+    /// A WAV file of a quiet tone whose INFO chunk names it.
+    static func song(at url: URL, title: String, artist: String, album: String, seconds: Int = 20) throws {
+        func chunk(_ tag: String, _ data: Data) -> Data {
+            var padded = data
+            if padded.count % 2 == 1 { padded.append(0) }
+            var result = Data(tag.utf8)
+            withUnsafeBytes(of: UInt32(data.count).littleEndian) { result.append(contentsOf: $0) }
+            return result + padded
+        }
+        func info(_ tag: String, _ text: String) -> Data { chunk(tag, Data(text.utf8) + Data([0])) }
+        let rate = 8000
+        let samples = Data((0..<(rate * seconds)).map { UInt8(128 + Int(20 * sin(Double($0) * 2 * .pi * 440 / Double(rate)))) })
+        var format = Data()
+        for value: UInt16 in [1, 1] { withUnsafeBytes(of: value.littleEndian) { format.append(contentsOf: $0) } }
+        for value: UInt32 in [UInt32(rate), UInt32(rate)] { withUnsafeBytes(of: value.littleEndian) { format.append(contentsOf: $0) } }
+        for value: UInt16 in [1, 8] { withUnsafeBytes(of: value.littleEndian) { format.append(contentsOf: $0) } }
+        let body = Data("WAVE".utf8) + chunk("fmt ", format)
+            + chunk("LIST", Data("INFO".utf8) + info("INAM", title) + info("IART", artist) + info("IPRD", album)) + chunk("data", samples)
+        try chunk("RIFF", body).write(to: url)
+    }
+
+    @Test func worldClocksSideBySide() async throws {
+        let service = try await EssentialsService()
+        defer { service.stop() }
+        let zones = try await service.options(Self.worldClock, "zone")
+        #expect(zones.contains("Asia/Tokyo") && zones.contains("America/New_York") && zones.count > 300)
+        let tokyo = try await service.add(Self.worldClock, [("zone", .string("Asia/Tokyo"))])
+        let lima = try await service.add(Self.worldClock, [("zone", .string("America/Lima"))])
+        #expect(try await eventually(10) {
+            let (first, second) = (try await service.snapshot(at: tokyo), try await service.snapshot(at: lima))
+            return first.title == "Tokyo" && second.title == "Lima"
+        })
+        // What todayd shows is the tz database's time there.
+        let card = try await service.snapshot(at: tokyo)
+        let expected = Date().formatted(Date.FormatStyle(date: .omitted, time: .shortened, timeZone: TimeZone(identifier: "Asia/Tokyo") ?? .gmt))
+        let later = Date().addingTimeInterval(5).formatted(Date.FormatStyle(date: .omitted, time: .shortened, timeZone: TimeZone(identifier: "Asia/Tokyo") ?? .gmt))
+        #expect(card.subtitle == expected || card.subtitle == later, "\(card)")
+        let timeline = try await run([Paths.todayctl, "--address", service.bus.address, "timeline", Self.worldClock + "/1"])
+        #expect(timeline.output.split(separator: "\n").filter { $0.contains("\"Tokyo\"") }.count == 60, "\(timeline.output)\(timeline.error)")
+        #expect(try await service.client.property(Self.worldClock, "Sandboxed") == .boolean(FileManager.default.isExecutableFile(atPath: "/usr/bin/bwrap")))
+    }
+
+    /// Up Next reads the user's calendar folders by default and what the
+    /// settings name, from inside its sandbox.
+    @Test func upNextReadsCalendarsInItsSandbox() async throws {
+        let service = try await EssentialsService()
+        defer { service.stop() }
+        func stamp(_ date: Date) -> String {
+            let format = Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day().dateSeparator(.omitted).time(includingFractionalSeconds: false).timeSeparator(.omitted)
+            return date.formatted(format) + "Z"
+        }
+        func calendar(_ events: [(String, Date, Date)]) -> String {
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//todayd tests//EN\r\n" + events.enumerated().map { index, event in
+                "BEGIN:VEVENT\r\nUID:\(index)-\(event.0.hashValue)@tests\r\nSUMMARY:\(event.0)\r\nDTSTART:\(stamp(event.1))\r\nDTEND:\(stamp(event.2))\r\nEND:VEVENT\r\n"
+            }.joined() + "END:VCALENDAR\r\n"
+        }
+        let now = Date()
+        // khal's layout: a folder per calendar under ~/.calendars.
+        let khal = service.home.appendingPathComponent(".calendars/work")
+        try FileManager.default.createDirectory(at: khal, withIntermediateDirectories: true)
+        try calendar([("Stand-up", now.addingTimeInterval(1200), now.addingTimeInterval(2100))]).write(to: khal.appendingPathComponent("standup.ics"), atomically: true, encoding: .utf8)
+        #expect(try await service.update(Self.upNext) == "new-data")
+        var card = try await service.snapshot(Self.upNext)
+        #expect(card.title == "Stand-up", "\(card)")
+
+        // A file elsewhere, named in the settings.
+        let elsewhere = try temporaryDirectory("calendar")
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        let file = elsewhere.appendingPathComponent("family.ics")
+        try calendar([("Dentist", now.addingTimeInterval(3600), now.addingTimeInterval(5400)), ("Dinner", now.addingTimeInterval(7200), now.addingTimeInterval(9000))])
+            .write(to: file, atomically: true, encoding: .utf8)
+        let family = try await service.add(Self.upNext, [("sources", .string(file.path))])
+        #expect(try await eventually(10) { try await service.snapshot(at: family).title == "Dentist" })
+        card = try await service.snapshot(at: family)
+        #expect(card.body == "1 more in the next 24 hours", "\(card)")
+        // What it is not given, it cannot read: the same file through a folder not named.
+        let other = try await service.add(Self.upNext, [("sources", .string("/nonexistent"))])
+        #expect(try await eventually(10) { try await service.snapshot(at: other).title == "Nothing in the next 24 hours" })
+    }
+}
+
+/// Weather against recorded Open-Meteo answers served by `python3 -m
+/// http.server` on 127.0.0.1: a forecast, the last one kept when the
+/// server is gone, malformed JSON, an HTTP error, a server that never
+/// answers, a place nobody knows.
+@Suite(.showsDaemonLogs) struct WeatherWidgetTests {
+    static let weather = "io.github.todayd.Essentials.Weather"
+    static let forecast = """
+        {"latitude":38.72,"longitude":-9.14,"generationtime_ms":0.05,"utc_offset_seconds":0,"timezone":"Europe/Lisbon",
+        "timezone_abbreviation":"WET","elevation":7.0,
+        "current_units":{"time":"iso8601","interval":"seconds","temperature_2m":"°C","weather_code":"wmo code","is_day":"","wind_speed_10m":"km/h"},
+        "current":{"time":"2026-12-03T14:00","interval":900,"temperature_2m":16.4,"weather_code":2,"is_day":1,"wind_speed_10m":11.2},
+        "hourly_units":{"time":"iso8601","temperature_2m":"°C","weather_code":"wmo code"},
+        "hourly":{"time":["2026-12-03T14:00","2026-12-03T15:00","2026-12-03T16:00","2026-12-03T17:00","2026-12-03T18:00","2026-12-03T19:00","2026-12-03T20:00"],
+        "temperature_2m":[16.4,16.9,16.1,14.8,13.9,13.2,12.8],"weather_code":[2,3,3,61,61,3,0]}}
+        """
+    static let places = """
+        {"results":[{"id":2267057,"name":"Lisbon","latitude":38.71667,"longitude":-9.13333,"elevation":45.0,"feature_code":"PPLC",
+        "country_code":"PT","timezone":"Europe/Lisbon","country":"Portugal"}],"generationtime_ms":0.6}
+        """
+
+    @Test func forecastsFromARecordedServer() async throws {
+        let root = try temporaryDirectory("open-meteo")
+        defer { try? FileManager.default.removeItem(at: root) }
+        func serve(_ path: String, _ text: String) throws {
+            let file = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: file, atomically: true, encoding: .utf8)
+        }
+        try serve("good/v1/forecast", Self.forecast)
+        try serve("good/v1/search", Self.places)
+        try serve("broken/v1/forecast", "{\"current\": {\"time\": \"2026-12-03T14:00\", \"temperature_2m\": \"warm\"")
+        try serve("nobody/v1/search", "{\"generationtime_ms\":0.4}")
+        let log = root.appendingPathComponent("requests.log").path
+        let server = try Background(
+            "/bin/sh", ["-c", "exec /usr/bin/python3 -u -m http.server 0 --bind 127.0.0.1 --directory '\(root.path)' 2>'\(log)'"])
+        defer { server.stop() }
+        let banner = try await read(server.output, until: { $0.contains(" port ") }, within: 10)
+        let port = try #require(banner.split(separator: " ").drop(while: { $0 != "port" }).dropFirst().first.flatMap { Int($0) }, "\(banner)")
+        // A server that takes the connection and never answers.
+        let silentServer = try Background(
+            "/usr/bin/python3", ["-u", "-c", "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1])\ntime.sleep(120)"])
+        defer { silentServer.stop() }
+        let silentPort = try await read(silentServer.output, until: { $0.contains("\n") }, within: 10).trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let service = try await EssentialsService()
+        defer { service.stop() }
+        let base = "http://127.0.0.1:\(port)"
+        let lisbon = try await service.add(Self.weather, [("place", .string("Lisbon")), ("endpoint", .string(base + "/good"))])
+        #expect(try await eventually(15) { try await service.snapshot(at: lisbon).title == "16°C in Lisbon" })
+        var card = try await service.snapshot(at: lisbon)
+        #expect(card.subtitle == "Partly cloudy" && card.body == "Partly cloudy, wind 11 km/h", "\(card)")
+        #expect(card["items"]?.elements?.count == 5)
+        // Updated again: the place is not geocoded twice.
+        _ = try await service.client.call(Today.busName, path: lisbon, interface: Today.widget.name, member: MemberName("PerformUpdate"))
+        let requests = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(requests.components(separatedBy: "GET /good/v1/search").count - 1 == 1, "\(requests)")
+        #expect(requests.components(separatedBy: "GET /good/v1/forecast").count - 1 >= 1)
+
+        // What cannot be read says why.
+        let broken = try await service.add(Self.weather, [("place", .string("38.72,-9.14")), ("endpoint", .string(base + "/broken"))])
+        let missing = try await service.add(Self.weather, [("place", .string("38.72,-9.14")), ("endpoint", .string(base + "/missing"))])
+        let nobody = try await service.add(Self.weather, [("place", .string("Nowhere")), ("endpoint", .string(base + "/nobody"))])
+        let silent = try await service.add(Self.weather, [("place", .string("0,0")), ("endpoint", .string("http://127.0.0.1:\(silentPort)"))])
+        var cards: [[String: Value]] = []
+        let settled = try await eventually(30) {
+            cards = []
+            for path in [broken, missing, nobody, silent] { cards.append(try await service.snapshot(at: path)) }
+            return cards.allSatisfy { $0.title == "No forecast" }
+        }
+        #expect(settled, "\(cards)")
+        if settled {
+            #expect(cards[0].subtitle.contains("not the JSON Open-Meteo sends"), "\(cards[0])")
+            #expect(cards[1].subtitle == "127.0.0.1 answered HTTP 404", "\(cards[1])")
+            #expect(cards[2].subtitle.contains("knows no place called 'Nowhere'"), "\(cards[2])")
+            #expect(cards[3].subtitle.contains("did not answer"), "\(cards[3])")
+        }
+
+        // Offline: the last forecast stays, with its age.
+        server.stop()
+        _ = try await service.client.call(Today.busName, path: lisbon, interface: Today.widget.name, member: MemberName("PerformUpdate"))
+        card = try await service.snapshot(at: lisbon)
+        #expect(card.title == "16°C in Lisbon" && card.body.contains("updated just now (offline)"), "\(card)")
+        #expect(try await service.client.property(Self.weather, "Sandboxed") == .boolean(FileManager.default.isExecutableFile(atPath: "/usr/bin/bwrap")))
+    }
+
+    @Test func answersAreReadAsOpenMeteoWritesThem() throws {
+        let place = WeatherPlace(name: "Lisbon", latitude: 38.72, longitude: -9.14)
+        let forecast = try Forecast.decode(Data(Self.forecast.utf8), place: place, fetched: Date(timeIntervalSince1970: 0))
+        #expect(forecast.temperature == 16.4 && forecast.code == 2 && forecast.isDay && forecast.unit == "°C")
+        #expect(forecast.hours.map { String($0.time.suffix(5)) } == ["15:00", "16:00", "17:00", "18:00", "19:00"])
+        #expect(WeatherPlace.coordinates("38.72, -9.14") == WeatherPlace(name: "38.72, -9.14", latitude: 38.72, longitude: -9.14))
+        #expect(WeatherPlace.coordinates("91,0") == nil && WeatherPlace.coordinates("Lisbon") == nil)
+        #expect(throws: WeatherError.self) { try Forecast.decode(Data("{}".utf8), place: place, fetched: Date()) }
+        #expect(Forecast.age(from: Date(timeIntervalSince1970: 0), to: Date(timeIntervalSince1970: 7300)) == "updated 2 h ago")
+    }
+}
