@@ -49,8 +49,12 @@ struct Client {
         _ id: WidgetInstanceID, _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, timeout: Duration = .seconds(120)
     ) async throws -> Message {
         let values = method.values(repeat each inputs)
-        return try await Self.attempt {
-            try await connection.call(Today.busName, path: id.path, interface: Today.widget.name, member: method.method.name, values, timeout: timeout)
+        do {
+            return try await Self.attempt {
+                try await connection.call(Today.busName, path: id.path, interface: Today.widget.name, member: method.method.name, values, timeout: timeout)
+            }
+        } catch let failure as Failure where failure.message.contains("no object") {
+            throw Failure.refused("no widget '\(id)' is installed; `todayctl list` shows those that are")
         }
     }
 
