@@ -145,8 +145,11 @@ public enum Daemon {
             if options.privateBus {
                 // A bus of its own activates nothing of the system's: a
                 // portal or a document store started there would serve the
-                // real home to a test's or a demo's bus.
-                let bus = try BusDaemon(serviceFolders: [])
+                // real home to a test's or a demo's bus. It does start what
+                // the user's own service folder holds (the providers of
+                // widgets installed there answer on the bus).
+                let userServices = Directories(environment: environment).dataHome + "/dbus-1/services"
+                let bus = try BusDaemon(serviceFolders: [userServices])
                 privateBus = bus
                 address = bus.address
                 FileSystem.writeAll(1, "DBUS_SESSION_BUS_ADDRESS=\(bus.address)\n")
