@@ -94,35 +94,36 @@ public final class BatteryProvider: BusWidgetProvider {
 
     /// Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS, else the
     /// standard socket) and starts following the display device.
-    public init() async throws {
+    public init() throws {
         let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=/run/dbus/system_bus_socket"
         do {
-            system = try await Connection.connect(address: address)
+            system = try Connection(address: address)
         } catch {
             FileHandle.standardError.write(Data("Battery: no system bus at \(address) (\(error)): no battery is shown\n".utf8))
             system = nil
             return
         }
         guard let system else { return }
-        try await system.subscribe(
+        try system.subscribeBlocking(
             MatchRule(path: Self.devicePath, interface: .properties, member: MemberName("PropertiesChanged"), arg0: Self.deviceInterface.rawValue)
         ) { [self] message in
             guard let changed = message.body.dropFirst().first?.stringDictionary else { return }
             device.withLock { $0.apply(changed) }
             changedDevice()
         }
-        // UPower restarted (or started): read the device again.
-        try await system.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Self.upower.rawValue)) {
+        // UPower restarted (or started): read the device again, off the
+        // connection's own thread.
+        try system.subscribeBlocking(MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Self.upower.rawValue)) {
             [self] _ in
-            Task { await self.readDevice() }
+            Thread.detachNewThread { self.readDevice() }
         }
-        await readDevice()
+        readDevice()
     }
 
     /// Reads every property of the device; where UPower does not answer, no battery.
-    func readDevice() async {
+    func readDevice() {
         var fresh = PowerDevice()
-        if let system, let reply = try? await system.call(
+        if let system, let reply = try? system.callBlocking(
             Self.upower, path: Self.devicePath, interface: .properties, member: MemberName("GetAll"), [.string(Self.deviceInterface.rawValue)],
             timeout: .seconds(5)), let properties = reply.body.first?.stringDictionary
         {
@@ -151,7 +152,7 @@ public final class BatteryProvider: BusWidgetProvider {
         reloader.changed()
     }
 
-    public func update(in context: ProviderContext, previous: Snapshot) async -> (UpdateResult, Snapshot) {
+    public func update(in context: ProviderContext, previous: Snapshot) -> (UpdateResult, Snapshot) {
         if context.isPreview {
             var sample = PowerDevice()
             sample.apply(["Type": .uint32(2), "IsPresent": .boolean(true), "Percentage": .double(76), "State": .uint32(2), "TimeToEmpty": .int64(11_400)])

@@ -114,12 +114,9 @@ public final class NowPlayingProvider: BusWidgetProvider {
     private let state = Mutex<(players: [String: MediaPlayer], owners: [String: String], played: Int)>(([:], [:], 0))
     private let reloader = Reloader(kind: kind)
 
-    public init() async throws {
-        guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {
-            throw TodayKitError.noBus
-        }
-        session = try await Connection.connect(address: address)
-        try await session.subscribe(
+    public init() throws {
+        session = try Connection.session()
+        try session.subscribeBlocking(
             MatchRule(path: Self.path, interface: .properties, member: MemberName("PropertiesChanged"), arg0: Self.playerInterface.rawValue)
         ) { [self] message in
             guard let sender = message.sender, let changed = message.body.dropFirst().first?.stringDictionary else { return }
@@ -136,33 +133,34 @@ public final class NowPlayingProvider: BusWidgetProvider {
             }
             if known { reloader.changed() }
         }
-        try await session.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged)) { [self] message in
+        // Players coming and going; read off the connection's own thread.
+        try session.subscribeBlocking(MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged)) { [self] message in
             guard let (name, _, owner) = try? message.values(String.self, String.self, String.self), name.hasPrefix(Self.prefix) else { return }
-            Task {
-                if owner.isEmpty { self.forget(name) } else { await self.add(name, owner: owner) }
+            Thread.detachNewThread {
+                if owner.isEmpty { self.forget(name) } else { self.add(name, owner: owner) }
                 self.reloader.changed()
             }
         }
-        let names = (try? await session.callBus(MemberName("ListNames")).body.first?.elements?.compactMap(\.string)) ?? []
+        let names = (try? session.callBusBlocking(MemberName("ListNames")).body.first?.elements?.compactMap(\.string)) ?? []
         for name in names where name.hasPrefix(Self.prefix) {
-            if let owner = try? await session.callBus(MemberName("GetNameOwner"), [.string(name)]).body.first?.string {
-                await add(name, owner: owner)
+            if let owner = try? session.callBusBlocking(MemberName("GetNameOwner"), [.string(name)]).body.first?.string {
+                add(name, owner: owner)
             }
         }
     }
 
     /// Reads a player that appeared.
-    private func add(_ busName: String, owner: String) async {
+    private func add(_ busName: String, owner: String) {
         let short = String(busName.dropFirst(Self.prefix.count))
         var player = MediaPlayer(name: short)
         guard let bus = BusName(rawValue: busName) else { return }
-        if let reply = try? await session.call(
+        if let reply = try? session.callBlocking(
             bus, path: Self.path, interface: .properties, member: MemberName("GetAll"), [.string(Self.playerInterface.rawValue)],
             timeout: .seconds(2)), let properties = reply.body.first?.stringDictionary
         {
             player.apply(properties)
         }
-        if let reply = try? await session.call(
+        if let reply = try? session.callBlocking(
             bus, path: Self.path, interface: .properties, member: MemberName("Get"),
             [.string(Self.rootInterface.rawValue), .string("Identity")], timeout: .seconds(2))
         {
@@ -186,7 +184,7 @@ public final class NowPlayingProvider: BusWidgetProvider {
         }
     }
 
-    public func update(in context: ProviderContext, previous: Snapshot) async -> (UpdateResult, Snapshot) {
+    public func update(in context: ProviderContext, previous: Snapshot) -> (UpdateResult, Snapshot) {
         if context.isPreview {
             var sample = MediaPlayer(name: "player")
             sample.identity = "Music"
@@ -203,7 +201,7 @@ public final class NowPlayingProvider: BusWidgetProvider {
         }
         // The position moves without signals: asked for each update.
         if let bus = BusName(rawValue: Self.prefix + player.name),
-            let reply = try? await session.call(
+            let reply = try? session.callBlocking(
                 bus, path: Self.path, interface: .properties, member: MemberName("Get"),
                 [.string(Self.playerInterface.rawValue), .string("Position")], timeout: .seconds(1)),
             let position = reply.body.first?.int64
@@ -214,7 +212,7 @@ public final class NowPlayingProvider: BusWidgetProvider {
         return (snapshot == previous ? .noData : .newData, snapshot)
     }
 
-    public func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) async throws {
+    public func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) throws {
         let wanted = context.configuration(NowPlayingSettings.self).player
         guard let player = MediaPlayer.chosen(wanted, among: state.withLock { Array($0.players.values) }),
             let bus = BusName(rawValue: Self.prefix + player.name)
@@ -228,9 +226,9 @@ public final class NowPlayingProvider: BusWidgetProvider {
             if let on = arguments["state"]?.bool { method = on ? MemberName("Play") : MemberName("Pause") } else { method = MemberName("PlayPause") }
         default: throw TodayKitError.service("Now Playing has no action '\(id)'")
         }
-        try await session.call(bus, path: Self.path, interface: Self.playerInterface, member: method, timeout: .seconds(5))
+        try session.callBlocking(bus, path: Self.path, interface: Self.playerInterface, member: method, timeout: .seconds(5))
         // The answer shows the player as it is after the call.
-        if let reply = try? await session.call(
+        if let reply = try? session.callBlocking(
             bus, path: Self.path, interface: .properties, member: MemberName("GetAll"), [.string(Self.playerInterface.rawValue)],
             timeout: .seconds(2)), let properties = reply.body.first?.stringDictionary
         {

@@ -57,6 +57,12 @@ extension Connection {
         if addToBus { try await callBus(MemberName("AddMatch"), [.string(rule.text)]) }
     }
 
+    /// `subscribe`, blocking the calling thread until the bus has the rule.
+    public func subscribeBlocking(_ rule: MatchRule, handler: @escaping @Sendable (Message) -> Void) throws {
+        submit { [self] in subscriptions.append(Subscription(rule: rule, handler: handler)) }
+        try callBusBlocking(MemberName("AddMatch"), [.string(rule.text)])
+    }
+
     /// Waits until `name` has an owner (now, or when one takes it) and
     /// returns the owner's unique name; throws, saying so, once `timeout`
     /// passes without one. Adds a subscription for the connection's life.

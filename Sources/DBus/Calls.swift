@@ -92,6 +92,14 @@ extension Connection {
         try await call(.bus, path: ObjectPath("/org/freedesktop/DBus"), interface: .bus, member: member, arguments)
     }
 
+    /// `callBus`, blocking the calling thread: for programs that keep out
+    /// of Swift concurrency (whose thread pool wakes the process every
+    /// second, even when idle).
+    @discardableResult
+    public func callBusBlocking(_ member: MemberName, _ arguments: [Value] = []) throws -> Message {
+        try callBlocking(.bus, path: ObjectPath("/org/freedesktop/DBus"), interface: .bus, member: member, arguments)
+    }
+
     /// Emits a signal: to everyone who listens, or only to `destination`.
     public func emit(
         path: ObjectPath, interface: InterfaceName, member: MemberName, _ arguments: [Value],

@@ -40,23 +40,29 @@ public struct ProviderContext: Sendable {
 /// player, a battery): the bus starts it at todayd's first call, it keeps
 /// following what it shows while todayd runs, and when that changes it
 /// calls `WidgetCenter.shared.reloadTimelines(ofKind:)`, so todayd asks it
-/// again. Between changes it sleeps on its connection.
+/// again. Between changes it sleeps on its connections.
+///
+/// Its methods run on threads of their own, outside Swift concurrency:
+/// the concurrency runtime's thread pool on Linux wakes its process every
+/// second, even idle, and a provider that lasts as long as the session
+/// should cost nothing while nothing changes. They may block (bus calls
+/// with `callBlocking`).
 ///
 ///     struct Battery: BusWidgetProvider {
-///         func update(in context: ProviderContext, previous: Snapshot) async -> (UpdateResult, Snapshot) { … }
+///         func update(in context: ProviderContext, previous: Snapshot) -> (UpdateResult, Snapshot) { … }
 ///     }
-///     try await BusProviderHost.serve(Battery(), as: "org.example.Battery")
+///     try BusProviderHost.serve(Battery(), as: "org.example.Battery")
 public protocol BusWidgetProvider: Sendable {
     /// The content of `context`'s instance, now.
-    func update(in context: ProviderContext, previous: Snapshot) async -> (UpdateResult, Snapshot)
+    func update(in context: ProviderContext, previous: Snapshot) -> (UpdateResult, Snapshot)
     /// A button or toggle of the snapshot (arguments has `state` for a
     /// toggle); the update that follows is the answer. Throws when the
     /// action cannot be done, saying why.
-    func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) async throws
+    func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) throws
 }
 
 extension BusWidgetProvider {
-    public func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) async throws {
+    public func perform(action id: String, arguments: PlistDictionary, in context: ProviderContext) throws {
         throw TodayKitError.service("this widget has no action '\(id)'")
     }
 }
@@ -64,27 +70,27 @@ extension BusWidgetProvider {
 /// Serves a `BusWidgetProvider` at `/io/github/todayd/Today1/Provider`.
 public enum BusProviderHost {
     /// Exports the Provider interface on the session bus, takes `name`,
-    /// and answers todayd's calls until the bus goes away. Throws when the
-    /// name cannot be had (another copy serves it).
-    public static func serve(_ provider: some BusWidgetProvider, as name: String) async throws {
+    /// and answers todayd's calls until the bus goes away (then returns).
+    /// Throws when the name cannot be had (another copy serves it).
+    public static func serve(_ provider: some BusWidgetProvider, as name: String) throws {
         guard let busName = BusName(rawValue: name) else { throw TodayKitError.service("'\(name)' is not a D-Bus name") }
         let connection = try TodayBus.shared.connection()
-        let update: @Sendable (VariantDictionary?, VariantDictionary) async -> [Value] = { context, previous in
-            let (result, snapshot) = await provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
+        let update: @Sendable (VariantDictionary?, VariantDictionary) -> [Value] = { context, previous in
+            let (result, snapshot) = provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
             return [.string(result.rawValue), ValueMapping.dbus(snapshot.dictionary)]
         }
-        let action: @Sendable (VariantDictionary?, String, VariantDictionary, VariantDictionary) async throws -> [Value] = {
+        let action: @Sendable (VariantDictionary?, String, VariantDictionary, VariantDictionary) throws -> [Value] = {
             context, id, arguments, previous in
             let given = (try? ValueMapping.plist(arguments.value))?.dictionary ?? [:]
-            try await provider.perform(action: id, arguments: given, in: ProviderContext(context))
+            try provider.perform(action: id, arguments: given, in: ProviderContext(context))
             // The state after the action, even when it looks the same: a
             // toggle's state comes back from the widget itself.
-            let (_, snapshot) = await provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
+            let (_, snapshot) = provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
             return [.string(UpdateResult.newData.rawValue), ValueMapping.dbus(snapshot.dictionary)]
         }
-        let timeline: @Sendable (VariantDictionary?, VariantDictionary) async -> [Value] = { context, previous in
+        let timeline: @Sendable (VariantDictionary?, VariantDictionary) -> [Value] = { context, previous in
             // One entry, now; the provider reloads when what it follows changes.
-            let (result, snapshot) = await provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
+            let (result, snapshot) = provider.update(in: ProviderContext(context), previous: Self.snapshot(previous))
             let now = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
             let entry = Value.vardict([("date", .uint64(now)), ("snapshot", ValueMapping.dbus(snapshot.dictionary))])
             return [
@@ -98,23 +104,40 @@ public enum BusProviderHost {
                 ExportedInterface(
                     Today.provider,
                     bindings: [
-                        Today.Provider.performUpdate.task { _, previous in await update(nil, previous) },
-                        Today.Provider.performUpdateIn.task { _, context, previous in await update(context, previous) },
-                        Today.Provider.getTimeline.task { _, previous in await timeline(nil, previous) },
-                        Today.Provider.getTimelineIn.task { _, context, previous in await timeline(context, previous) },
-                        Today.Provider.performAction.task { _, id, arguments, previous in try await action(nil, id, arguments, previous) },
-                        Today.Provider.performActionIn.task { _, context, id, arguments, previous in
-                            try await action(context, id, arguments, previous)
+                        Today.Provider.performUpdate.deferred { _, answer, previous in
+                            Self.answer(answer) { update(nil, previous) }
+                        },
+                        Today.Provider.performUpdateIn.deferred { _, answer, context, previous in
+                            Self.answer(answer) { update(context, previous) }
+                        },
+                        Today.Provider.getTimeline.deferred { _, answer, previous in
+                            Self.answer(answer) { timeline(nil, previous) }
+                        },
+                        Today.Provider.getTimelineIn.deferred { _, answer, context, previous in
+                            Self.answer(answer) { timeline(context, previous) }
+                        },
+                        Today.Provider.performAction.deferred { _, answer, id, arguments, previous in
+                            Self.answer(answer) { try action(nil, id, arguments, previous) }
+                        },
+                        Today.Provider.performActionIn.deferred { _, answer, context, id, arguments, previous in
+                            Self.answer(answer) { try action(context, id, arguments, previous) }
                         },
                     ])
             ])
-        let reply = try await connection.requestName(busName, flags: [.doNotQueue])
-        guard reply == .primaryOwner || reply == .alreadyOwner else {
+        let reply = try connection.callBusBlocking(MemberName("RequestName"), [.string(busName.rawValue), .uint32(Connection.RequestNameFlags.doNotQueue.rawValue)])
+        let standing = reply.body.first?.int64.flatMap { UInt32(exactly: $0) }.flatMap(Connection.RequestNameReply.init(rawValue:))
+        guard standing == .primaryOwner || standing == .alreadyOwner else {
             throw TodayKitError.service("another process serves \(name) already")
         }
-        let (ended, end) = AsyncStream<Void>.makeStream()
-        connection.onDisconnect { end.finish() }
-        for await _ in ended {}
+        let ended = DispatchSemaphore(value: 0)
+        connection.onDisconnect { ended.signal() }
+        ended.wait()
+    }
+
+    /// Runs `work` on a thread of its own (it may block on the bus) and
+    /// answers the call with what it gives.
+    static func answer(_ answer: PendingAnswer, _ work: @escaping @Sendable () throws -> [Value]) {
+        Thread.detachNewThread { answer.complete(Result { try work() }) }
     }
 
     static func snapshot(_ dictionary: VariantDictionary) -> Snapshot {
