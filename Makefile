@@ -98,6 +98,7 @@ bench: deps release
 	scripts/bench-notify $(BENCH_OUT) .build/release
 	scripts/bench-schedule $(BENCH_OUT) .build/release
 	scripts/bench-instances $(BENCH_OUT) .build/release
+	scripts/bench-essentials $(BENCH_OUT) .build/release
 
 # The daemon on a bus of its own, serving the example bundles.
 run: examples

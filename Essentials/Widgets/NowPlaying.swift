@@ -28,7 +28,14 @@ public struct MediaPlayer: Sendable, Equatable {
     public var artURL = ""
     /// Microseconds; 0 when unknown.
     public var length: Int64 = 0
+    /// Microseconds, as of `positionDate`: players do not signal the
+    /// position as it moves, so it is carried forward at `rate` while
+    /// playing (as the MPRIS specification asks of clients), and set again
+    /// on Seeked and at a new track.
     public var position: Int64 = 0
+    public var positionDate = Date()
+    public var rate = 1.0
+    var trackID = ""
     public var canGoNext = false
     public var canGoPrevious = false
     public var canControl = true
@@ -39,9 +46,21 @@ public struct MediaPlayer: Sendable, Equatable {
 
     public var isPlaying: Bool { status == "Playing" }
 
-    /// Takes in org.mpris.MediaPlayer2.Player properties.
-    public mutating func apply(_ properties: [String: Value]) {
+    /// Where the track is at `date`.
+    public func position(at date: Date) -> Int64 {
+        guard isPlaying else { return position }
+        let moved = date.timeIntervalSince(positionDate) * rate * 1_000_000
+        let now = position + Int64(max(0, min(moved, 1e15)))
+        return length > 0 ? min(now, length) : now
+    }
+
+    /// Takes in org.mpris.MediaPlayer2.Player properties, as of `date`.
+    public mutating func apply(_ properties: [String: Value], at date: Date = Date()) {
+        // The position so far, before the state that moves it changes.
+        position = position(at: date)
+        positionDate = date
         if let value = properties["PlaybackStatus"]?.string { status = value }
+        if let value = properties["Rate"]?.double { rate = value }
         if let value = properties["Position"]?.int64 { position = value }
         if let value = properties["CanGoNext"]?.bool { canGoNext = value }
         if let value = properties["CanGoPrevious"]?.bool { canGoPrevious = value }
@@ -52,10 +71,19 @@ public struct MediaPlayer: Sendable, Equatable {
             album = metadata["xesam:album"]?.string ?? ""
             artURL = metadata["mpris:artUrl"]?.string ?? ""
             length = metadata["mpris:length"]?.int64 ?? 0
+            let track = metadata["mpris:trackid"]?.string ?? ""
+            if properties["Position"] == nil, track != trackID || track.isEmpty {
+                // Another track starts at its beginning.
+                position = 0
+            }
+            trackID = track
         }
     }
 
-    public var snapshot: Snapshot {
+    public var snapshot: Snapshot { snapshot(at: Date()) }
+
+    public func snapshot(at date: Date) -> Snapshot {
+        let position = position(at: date)
         let shownTitle = title.isEmpty ? (identity.isEmpty ? name : identity) : title
         let artist = artists.joined(separator: ", ")
         let subtitle = [artist, album].filter { !$0.isEmpty }.joined(separator: " — ")
@@ -78,6 +106,12 @@ public struct MediaPlayer: Sendable, Equatable {
             imagePath: artPath ?? Icons.path("audio-x-generic") ?? Icons.path("multimedia-player"), actions: actions,
             accessibilityLabel: "\(state): \(shownTitle)" + (artist.isEmpty ? "" : " by \(artist)"),
             extra: ["player": .string(name), "status": .string(status), "position": .integer(position), "length": .integer(length)])
+    }
+
+    /// A Seeked signal: the player jumped to `position`.
+    public mutating func seeked(to position: Int64, at date: Date = Date()) {
+        self.position = position
+        positionDate = date
     }
 
     /// The album art where it is a file this process may read.
@@ -129,6 +163,15 @@ public final class NowPlayingProvider: BusWidgetProvider {
                     player.playedAt = state.played
                 }
                 state.players[name] = player
+                return true
+            }
+            if known { reloader.changed() }
+        }
+        try session.subscribeBlocking(MatchRule(path: Self.path, interface: Self.playerInterface, member: MemberName("Seeked"))) { [self] message in
+            guard let sender = message.sender, let position = message.body.first?.int64 else { return }
+            let known = state.withLock { state -> Bool in
+                guard let name = state.owners[sender] else { return false }
+                state.players[name]?.seeked(to: position)
                 return true
             }
             if known { reloader.changed() }
@@ -195,18 +238,9 @@ public final class NowPlayingProvider: BusWidgetProvider {
             return (.newData, sample.snapshot)
         }
         let wanted = context.configuration(NowPlayingSettings.self).player
-        guard var player = MediaPlayer.chosen(wanted, among: state.withLock { Array($0.players.values) }) else {
+        guard let player = MediaPlayer.chosen(wanted, among: state.withLock { Array($0.players.values) }) else {
             let name = wanted.isEmpty ? "No player is running" : "\(wanted) is not running"
             return (.newData, Snapshot(title: name, subtitle: "Play something in a media player", accessibilityLabel: name))
-        }
-        // The position moves without signals: asked for each update.
-        if let bus = BusName(rawValue: Self.prefix + player.name),
-            let reply = try? session.callBlocking(
-                bus, path: Self.path, interface: .properties, member: MemberName("Get"),
-                [.string(Self.playerInterface.rawValue), .string("Position")], timeout: .seconds(1)),
-            let position = reply.body.first?.int64
-        {
-            player.position = position
         }
         let snapshot = player.snapshot
         return (snapshot == previous ? .noData : .newData, snapshot)

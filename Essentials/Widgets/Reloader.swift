@@ -20,19 +20,21 @@ final class Reloader: Sendable {
             return true
         }
         guard start else { return }
-        Thread.detachNewThread { [self] in
-            while true {
-                WidgetCenter.shared.reloadTimelines(ofKind: kind)
-                let more = state.withLock { state -> Bool in
-                    if state.again {
-                        state.again = false
-                        return true
-                    }
-                    state.running = false
-                    return false
+        request()
+    }
+
+    /// One request; when it is answered, another if changes came meanwhile.
+    private func request() {
+        WidgetCenter.shared.reloadTimelines(ofKind: kind) { [self] _ in
+            let more = state.withLock { state -> Bool in
+                if state.again {
+                    state.again = false
+                    return true
                 }
-                if !more { return }
+                state.running = false
+                return false
             }
+            if more { request() }
         }
     }
 }

@@ -42,18 +42,20 @@ public struct ProviderContext: Sendable {
 /// calls `WidgetCenter.shared.reloadTimelines(ofKind:)`, so todayd asks it
 /// again. Between changes it sleeps on its connections.
 ///
-/// Its methods run on threads of their own, outside Swift concurrency:
-/// the concurrency runtime's thread pool on Linux wakes its process every
-/// second, even idle, and a provider that lasts as long as the session
-/// should cost nothing while nothing changes. They may block (bus calls
-/// with `callBlocking`).
+/// It runs outside Swift concurrency: the concurrency runtime's thread
+/// pool on Linux wakes its process every second, even idle, and a provider
+/// that lasts as long as the session should cost nothing while nothing
+/// changes. `update` answers at once from what the provider follows (it
+/// runs on the connection's thread and must not block); `perform` runs on
+/// a thread of its own and may block (bus calls with `callBlocking`).
 ///
 ///     struct Battery: BusWidgetProvider {
 ///         func update(in context: ProviderContext, previous: Snapshot) -> (UpdateResult, Snapshot) { … }
 ///     }
 ///     try BusProviderHost.serve(Battery(), as: "org.example.Battery")
 public protocol BusWidgetProvider: Sendable {
-    /// The content of `context`'s instance, now.
+    /// The content of `context`'s instance, now, from what the provider
+    /// keeps: it must not block.
     func update(in context: ProviderContext, previous: Snapshot) -> (UpdateResult, Snapshot)
     /// A button or toggle of the snapshot (arguments has `state` for a
     /// toggle); the update that follows is the answer. Throws when the
@@ -104,18 +106,10 @@ public enum BusProviderHost {
                 ExportedInterface(
                     Today.provider,
                     bindings: [
-                        Today.Provider.performUpdate.deferred { _, answer, previous in
-                            Self.answer(answer) { update(nil, previous) }
-                        },
-                        Today.Provider.performUpdateIn.deferred { _, answer, context, previous in
-                            Self.answer(answer) { update(context, previous) }
-                        },
-                        Today.Provider.getTimeline.deferred { _, answer, previous in
-                            Self.answer(answer) { timeline(nil, previous) }
-                        },
-                        Today.Provider.getTimelineIn.deferred { _, answer, context, previous in
-                            Self.answer(answer) { timeline(context, previous) }
-                        },
+                        Today.Provider.performUpdate.immediate { _, previous in update(nil, previous) },
+                        Today.Provider.performUpdateIn.immediate { _, context, previous in update(context, previous) },
+                        Today.Provider.getTimeline.immediate { _, previous in timeline(nil, previous) },
+                        Today.Provider.getTimelineIn.immediate { _, context, previous in timeline(context, previous) },
                         Today.Provider.performAction.deferred { _, answer, id, arguments, previous in
                             Self.answer(answer) { try action(nil, id, arguments, previous) }
                         },
@@ -134,7 +128,7 @@ public enum BusProviderHost {
         ended.wait()
     }
 
-    /// Runs `work` on a thread of its own (it may block on the bus) and
+    /// Runs an action on a thread of its own (it may block on the bus) and
     /// answers the call with what it gives.
     static func answer(_ answer: PendingAnswer, _ work: @escaping @Sendable () throws -> [Value]) {
         Thread.detachNewThread { answer.complete(Result { try work() }) }

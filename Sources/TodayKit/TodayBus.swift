@@ -24,6 +24,10 @@ final class TodayBus: Sendable {
         }
     }
 
+    /// Whether the connection is open and registered already, so that a
+    /// call needs no RegisterApp first.
+    var isRegistered: Bool { state.withLock { $0.registered && $0.connection?.isOpen == true } }
+
     /// The connection, registered as this process's bundle (a provider
     /// todayd started is known by its process, and its RegisterApp is
     /// answered AlreadyRegistered).

@@ -174,6 +174,32 @@ public final class WidgetCenter: Sendable {
         }
     }
 
+    /// `reloadTimelines(ofKind:)` without waiting: the request is sent and
+    /// this returns; `completion` gets todayd's answer (nil, or why it
+    /// refused) on another thread. For providers on the bus, which ask on
+    /// every change of what they follow and must not hold their
+    /// connection's thread.
+    public func reloadTimelines(ofKind kind: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        let send: @Sendable () -> Void = {
+            do {
+                let id = try TodayBus.bundleID(kind)
+                let method = Today.Center.reloadTimelines
+                try TodayBus.shared.registeredConnection().call(
+                    Today.busName, path: Today.managerPath, interface: Today.center.name, member: method.method.name, method.values(id)
+                ) { result in
+                    guard case .failure(let error) = result else { return completion(nil) }
+                    report("reloadTimelines(ofKind: \(kind))", error)
+                    completion(error)
+                }
+            } catch {
+                report("reloadTimelines(ofKind: \(kind))", error)
+                completion(error)
+            }
+        }
+        // Registering waits for todayd's answer: never on a bus thread.
+        if TodayBus.shared.isRegistered { send() } else { Thread.detachNewThread(send) }
+    }
+
     /// Updates every widget of the calling app.
     public func reloadAllTimelines() {
         do {
