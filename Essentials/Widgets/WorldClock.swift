@@ -25,10 +25,9 @@ public struct ClockEntry: TimelineEntry {
         let daylight = place.isDaylight(at: date)
         let offset = ClockEntry.offsetText(of: place.zone, from: home, at: date)
         let day = ClockEntry.dayText(of: place.zone, from: home, at: date)
-        let phase = daylight.map { $0 ? "day" : "night" }
+        let phase = daylight.map { $0 ? "☀ day" : "☾ night" }
         return Snapshot(
             title: place.city, subtitle: time, body: ([day + ", " + offset] + (phase.map { [$0] } ?? [])).joined(separator: " · "),
-            imagePath: daylight.flatMap { Icons.path($0 ? "weather-clear" : "weather-clear-night") },
             accessibilityLabel: "\(place.city): \(time), \(day.lowercased()), \(offset)",
             extra: ["zone": .string(place.zone.identifier), "daylight": daylight.map(PlistValue.boolean) ?? .string("unknown")])
     }

@@ -210,6 +210,27 @@ extension [String: Value] {
         }
     }
 
+    /// With no configuration at all, each says something sensible in
+    /// `todayctl show` and in a bar.
+    @Test func allFiveShowInTodayctlAndTheBars() async throws {
+        // No system bus (no battery), no player, no calendar, no network.
+        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/system_bus_socket"])
+        defer { service.stop() }
+        let update = try await run([Paths.todayctl, "--address", service.bus.address, "update", "--all"], timeout: 60)
+        #expect(update.status == 0, "\(update.output)\(update.error)")
+        let cards = try await run([Paths.todayctl, "--address", service.bus.address, "show"]).output
+        for text in ["No player is running", "Nothing in the next 24 hours", "No forecast", "Today, same time"] {
+            #expect(cards.contains(text), "\(cards)")
+        }
+        let battery = try await run([Paths.todayctl, "--address", service.bus.address, "show", Self.battery])
+        #expect(battery.output.contains("No battery"), "\(battery.output)")
+        let bar = try await run(
+            [Paths.todayctl, "--address", service.bus.address, "bar", Self.worldClock, Self.upNext, Self.nowPlaying, "--format", "waybar", "--once"])
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(bar.output.utf8)) as? [String: Any], "\(bar.output)\(bar.error)")
+        #expect((line["text"] as? String)?.contains("No player is running") == true, "\(line)")
+        #expect((line["tooltip"] as? String)?.contains("World Clock") == true, "\(line)")
+    }
+
     /// Battery on UPower as python3-dbusmock's upower template plays it on
     /// a system bus of the test's own: discharging, charging, no battery.
     @Test func batteryFollowsUPower() async throws {
