@@ -410,8 +410,8 @@ extension [String: Value] {
     }
 }
 
-/// Weather against recorded Open-Meteo answers served by `python3 -m
-/// http.server` on 127.0.0.1: a forecast, the last one kept when the
+/// Weather against recorded Open-Meteo answers served by Python's
+/// http.server on 127.0.0.1: a forecast, the last one kept when the
 /// server is gone, malformed JSON, an HTTP error, a server that never
 /// answers, a place nobody knows.
 @Suite(.showsDaemonLogs) struct WeatherWidgetTests {
@@ -443,16 +443,33 @@ extension [String: Value] {
         try serve("broken/v1/forecast", "{\"current\": {\"time\": \"2026-12-03T14:00\", \"temperature_2m\": \"warm\"")
         try serve("nobody/v1/search", "{\"generationtime_ms\":0.4}")
         let log = root.appendingPathComponent("requests.log").path
+        // http.server's handler on a port the system picks, written to a file once it listens.
+        let portFile = root.appendingPathComponent("port").path
         let server = try Background(
-            "/bin/sh", ["-c", "exec /usr/bin/python3 -u -m http.server 0 --bind 127.0.0.1 --directory '\(root.path)' 2>'\(log)'"])
+            "/bin/sh",
+            ["-c", """
+                exec /usr/bin/python3 -c 'import functools, http.server, os, sys
+                handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+                server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+                open(sys.argv[2] + ".new", "w").write(str(server.server_address[1]))
+                os.rename(sys.argv[2] + ".new", sys.argv[2])
+                server.serve_forever()' '\(root.path)' '\(portFile)' 2>'\(log)'
+                """])
         defer { server.stop() }
-        let banner = try await read(server.output, until: { $0.contains(" port ") }, within: 10)
-        let port = try #require(banner.split(separator: " ").drop(while: { $0 != "port" }).dropFirst().first.flatMap { Int($0) }, "\(banner)")
         // A server that takes the connection and never answers.
+        let silentFile = root.appendingPathComponent("silent-port").path
         let silentServer = try Background(
-            "/usr/bin/python3", ["-u", "-c", "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1])\ntime.sleep(120)"])
+            "/usr/bin/python3",
+            ["-c", "import os, socket, sys, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen()\n"
+                + "open(sys.argv[1] + '.new', 'w').write(str(s.getsockname()[1]))\nos.rename(sys.argv[1] + '.new', sys.argv[1])\ntime.sleep(300)",
+             silentFile])
         defer { silentServer.stop() }
-        let silentPort = try await read(silentServer.output, until: { $0.contains("\n") }, within: 10).trimmingCharacters(in: .whitespacesAndNewlines)
+        func listening(_ file: String) async throws -> Int {
+            _ = try await eventually(30) { FileManager.default.fileExists(atPath: file) }
+            return try #require(Int((try? String(contentsOfFile: file, encoding: .utf8)) ?? ""), "no port in \(file)")
+        }
+        let port = try await listening(portFile)
+        let silentPort = try await listening(silentFile)
 
         let service = try await EssentialsService()
         defer { service.stop() }
