@@ -407,6 +407,18 @@ extension [String: Value] {
         // What it is not given, it cannot read: the same file through a folder not named.
         let other = try await service.add(Self.upNext, [("sources", .string("/nonexistent"))])
         #expect(try await eventually(10) { try await service.snapshot(at: other).title == "Nothing in the next 24 hours" })
+
+        // A tap opens the calendar app: the webcal handler the mime-apps lists name.
+        let applications = service.home.appendingPathComponent("data/applications")
+        try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+        let opened = elsewhere.appendingPathComponent("opened")
+        let calendarApp = elsewhere.appendingPathComponent("calendar-app")
+        try writeExecutable("#!/bin/sh\n\(URLTests.recorder(elsewhere, "opened"))\n", to: calendarApp.path)
+        try Data("[Desktop Entry]\nType=Application\nName=Calendar\nExec=\(calendarApp.path) %u\nMimeType=x-scheme-handler/webcal;\n".utf8)
+            .write(to: applications.appendingPathComponent("org.example.Calendar.desktop"))
+        let handler = try await service.client.widget(Self.upNext, "Activate", [VariantDictionary([]).value])
+        #expect(handler.body.first?.string == "org.example.Calendar")
+        #expect(try await URLTests.lines(opened) == ["1|webcal://|"])
     }
 }
 
