@@ -290,7 +290,9 @@ extension [String: Value] {
         let folder = try temporaryDirectory("songs")
         defer { try? FileManager.default.removeItem(at: folder) }
         for (file, title) in [("one.wav", "First Song"), ("two.wav", "Second Song")] {
-            try Self.song(at: folder.appendingPathComponent(file), title: title, artist: "The Testers", album: "Album One")
+            let song = Paths.root.appendingPathComponent("scripts/make-song.py").path
+            let made = try await run(["/usr/bin/python3", song, folder.appendingPathComponent(file).path, title, "The Testers", "Album One"])
+            try #require(made.status == 0, "\(made.error)")
         }
         let service = try await EssentialsService()
         defer { service.stop() }
@@ -327,27 +329,6 @@ extension [String: Value] {
         // The player gone: so is its song.
         mpv.stop()
         #expect(try await eventually(5) { try await service.snapshot(Self.nowPlaying).title == "No player is running" })
-    }
-
-    /// A WAV file of a quiet tone whose INFO chunk names it.
-    static func song(at url: URL, title: String, artist: String, album: String, seconds: Int = 20) throws {
-        func chunk(_ tag: String, _ data: Data) -> Data {
-            var padded = data
-            if padded.count % 2 == 1 { padded.append(0) }
-            var result = Data(tag.utf8)
-            withUnsafeBytes(of: UInt32(data.count).littleEndian) { result.append(contentsOf: $0) }
-            return result + padded
-        }
-        func info(_ tag: String, _ text: String) -> Data { chunk(tag, Data(text.utf8) + Data([0])) }
-        let rate = 8000
-        let samples = Data((0..<(rate * seconds)).map { UInt8(128 + Int(20 * sin(Double($0) * 2 * .pi * 440 / Double(rate)))) })
-        var format = Data()
-        for value: UInt16 in [1, 1] { withUnsafeBytes(of: value.littleEndian) { format.append(contentsOf: $0) } }
-        for value: UInt32 in [UInt32(rate), UInt32(rate)] { withUnsafeBytes(of: value.littleEndian) { format.append(contentsOf: $0) } }
-        for value: UInt16 in [1, 8] { withUnsafeBytes(of: value.littleEndian) { format.append(contentsOf: $0) } }
-        let body = Data("WAVE".utf8) + chunk("fmt ", format)
-            + chunk("LIST", Data("INFO".utf8) + info("INAM", title) + info("IART", artist) + info("IPRD", album)) + chunk("data", samples)
-        try chunk("RIFF", body).write(to: url)
     }
 
     @Test func worldClocksSideBySide() async throws {
