@@ -1,5 +1,5 @@
 import DBus
-import Essentials
+@testable import Essentials
 import Foundation
 import PropertyList
 import TestSupport
@@ -514,5 +514,94 @@ extension [String: Value] {
         #expect(WeatherPlace.coordinates("91,0") == nil && WeatherPlace.coordinates("Lisbon") == nil)
         #expect(throws: WeatherError.self) { try Forecast.decode(Data("{}".utf8), place: place, fetched: Date()) }
         #expect(Forecast.age(from: Date(timeIntervalSince1970: 0), to: Date(timeIntervalSince1970: 7300)) == "updated 2 h ago")
+    }
+}
+
+/// Now Playing's model of a player, from MPRIS properties as players send them.
+@Suite struct MediaPlayerTests {
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func playing(at date: Date = start, track: ObjectPath = ObjectPath("/track/1")) -> MediaPlayer {
+        var player = MediaPlayer(name: "mpv")
+        player.apply(
+            [
+                "PlaybackStatus": .string("Playing"), "Position": .int64(10_000_000), "CanGoNext": .boolean(true),
+                "Metadata": .vardict([
+                    ("mpris:trackid", .objectPath(track)), ("xesam:title", .string("Song")),
+                    ("xesam:artist", .strings(["A", "B"])), ("mpris:length", .int64(200_000_000)),
+                ]),
+            ], at: date)
+        return player
+    }
+
+    @Test func thePositionMovesBetweenSignals() {
+        var player = Self.playing()
+        #expect(player.position(at: Self.start.addingTimeInterval(2)) == 12_000_000)
+        // Paused: it stays where it was.
+        player.apply(["PlaybackStatus": .string("Paused")], at: Self.start.addingTimeInterval(5))
+        #expect(player.position(at: Self.start.addingTimeInterval(60)) == 15_000_000)
+        // Played on at twice the speed.
+        player.apply(["PlaybackStatus": .string("Playing"), "Rate": .double(2)], at: Self.start.addingTimeInterval(60))
+        #expect(player.position(at: Self.start.addingTimeInterval(61)) == 17_000_000)
+        // Never past the end.
+        #expect(player.position(at: Self.start.addingTimeInterval(3600)) == 200_000_000)
+        // A seek, and another track, which starts at its beginning.
+        player.seeked(to: 50_000_000, at: Self.start.addingTimeInterval(100))
+        #expect(player.position(at: Self.start.addingTimeInterval(100)) == 50_000_000)
+        player.apply(["Metadata": .vardict([("mpris:trackid", .objectPath(ObjectPath("/track/2"))), ("xesam:title", .string("Next"))])],
+            at: Self.start.addingTimeInterval(101))
+        #expect(player.position(at: Self.start.addingTimeInterval(101)) == 0)
+        #expect(player.snapshot(at: Self.start.addingTimeInterval(101)).title == "Next")
+    }
+
+    @Test func theCardShowsTheSongAndItsButtons() throws {
+        let folder = try temporaryDirectory("art")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let art = folder.appendingPathComponent("cover.png")
+        try Data([0x89, 0x50, 0x4E, 0x47]).write(to: art)
+        var player = Self.playing()
+        player.identity = "mpv Media Player"
+        player.apply(["Metadata": .vardict([
+            ("mpris:trackid", .objectPath(ObjectPath("/track/1"))), ("xesam:title", .string("Song")), ("xesam:artist", .strings(["A", "B"])),
+            ("xesam:album", .string("Album")), ("mpris:length", .int64(200_000_000)), ("mpris:artUrl", .string(art.absoluteString)),
+        ])], at: Self.start)
+        let card = player.snapshot(at: Self.start.addingTimeInterval(2))
+        #expect(card.title == "Song" && card.subtitle == "A, B — Album")
+        #expect(card.body == "Playing · 0:12 / 3:20 · mpv Media Player")
+        #expect(card.imagePath == art.path)
+        #expect(card.actions.map(\.id) == ["previous", "play-pause", "next"])
+        #expect(card.actions[1].isToggle && card.actions[1].isOn)
+        // Art the provider may not read, or not a file: the generic picture.
+        player.apply(["Metadata": .vardict([("mpris:trackid", .objectPath(ObjectPath("/track/1"))), ("mpris:artUrl", .string("https://example.org/a.jpg"))])])
+        #expect(player.snapshot.imagePath != "https://example.org/a.jpg")
+    }
+
+    @Test func theLastToPlayIsShown() {
+        var first = Self.playing()
+        first.playedAt = 1
+        var second = MediaPlayer(name: "vlc")
+        second.playedAt = 2
+        second.status = "Paused"
+        #expect(MediaPlayer.chosen("", among: [first, second])?.name == "vlc")
+        #expect(MediaPlayer.chosen("mpv", among: [first, second])?.name == "mpv")
+        #expect(MediaPlayer.chosen("spotify", among: [first, second]) == nil)
+        #expect(MediaPlayer.clock(3_723_000_000) == "1:02:03" && MediaPlayer.clock(61_000_000) == "1:01")
+    }
+}
+
+@Suite struct UpNextTimelineTests {
+    @Test func anEntryWhereverWhatComesNextChanges() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let zone = try #require(TimeZone(identifier: "Europe/Berlin"))
+        func event(_ name: String, _ from: TimeInterval, _ to: TimeInterval) -> CalendarEvent {
+            CalendarEvent(uid: name, summary: name, location: "", start: now.addingTimeInterval(from), end: now.addingTimeInterval(to), allDay: false, file: "")
+        }
+        let entries = UpNextEntry.timeline([event("Stand-up", 1200, 2100), event("Lunch", 10_800, 14_400), event("Tomorrow", 90_000, 93_600)], from: now, zone: zone)
+        #expect(entries.map { $0.date.timeIntervalSince(now) } == [0, 1200, 2100, 10_800, 14_400])
+        #expect(entries.map { $0.snapshot.title } == ["Stand-up", "Stand-up", "Lunch", "Lunch", "Tomorrow"])
+        #expect(entries[1].snapshot.subtitle?.hasPrefix("now, until") == true)
+        #expect(entries[0].snapshot.body == "2 more in the next 24 hours")
+        let empty = UpNextEntry.timeline([], from: now, zone: zone, problem: "No calendar found")
+        #expect(empty.count == 1 && empty[0].snapshot.title == "Nothing in the next 24 hours" && empty[0].snapshot.subtitle == "No calendar found")
     }
 }
