@@ -28,6 +28,16 @@ final class TodayBus: Sendable {
     /// call needs no RegisterApp first.
     var isRegistered: Bool { state.withLock { $0.registered && $0.connection?.isOpen == true } }
 
+    /// A todayd that started after the registration does not know it (a
+    /// process that outlives todayd, such as a provider on the bus):
+    /// where a call was answered NotRegistered, the next registers again.
+    /// True when `error` was that answer.
+    func forgetRegistration(after error: any Error) -> Bool {
+        guard let error = error as? DBusError, error.name.rawValue.hasSuffix(".NotRegistered") else { return false }
+        state.withLock { $0.registered = false }
+        return true
+    }
+
     /// The connection, registered as this process's bundle (a provider
     /// todayd started is known by its process, and its RegisterApp is
     /// answered AlreadyRegistered).
@@ -59,8 +69,16 @@ final class TodayBus: Sendable {
     func center<each Input: DBusArgument>(
         _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, registered: Bool = true
     ) throws -> Message {
-        let connection = registered ? try registeredConnection() : try connection()
-        return try connection.callBlocking(Today.busName, path: Today.managerPath, interface: Today.center.name, method, repeat each inputs)
+        let call = {
+            let connection = registered ? try self.registeredConnection() : try self.connection()
+            return try connection.callBlocking(Today.busName, path: Today.managerPath, interface: Today.center.name, method, repeat each inputs)
+        }
+        do {
+            return try call()
+        } catch where registered && forgetRegistration(after: error) {
+            // todayd restarted since this process registered: once more, registering first.
+            return try call()
+        }
     }
 }
 

@@ -180,6 +180,10 @@ public final class WidgetCenter: Sendable {
     /// every change of what they follow and must not hold their
     /// connection's thread.
     public func reloadTimelines(ofKind kind: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        reloadTimelines(ofKind: kind, again: true, completion: completion)
+    }
+
+    private func reloadTimelines(ofKind kind: String, again: Bool, completion: @escaping @Sendable ((any Error)?) -> Void) {
         let send: @Sendable () -> Void = {
             do {
                 let id = try TodayBus.bundleID(kind)
@@ -188,6 +192,10 @@ public final class WidgetCenter: Sendable {
                     Today.busName, path: Today.managerPath, interface: Today.center.name, member: method.method.name, method.values(id)
                 ) { result in
                     guard case .failure(let error) = result else { return completion(nil) }
+                    // todayd restarted since this process registered: once more, registering first.
+                    if again, TodayBus.shared.forgetRegistration(after: error) {
+                        return self.reloadTimelines(ofKind: kind, again: false, completion: completion)
+                    }
                     report("reloadTimelines(ofKind: \(kind))", error)
                     completion(error)
                 }

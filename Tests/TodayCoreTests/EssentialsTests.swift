@@ -136,9 +136,10 @@ extension Paths {
 final class EssentialsService {
     let home: URL
     let bus: BusDaemon
-    let daemon: TodayDaemon
-    let client: Connection
+    private(set) var daemon: TodayDaemon
+    private(set) var client: Connection
     private let services: URL
+    private let environment: [String: String]
 
     init(environment extra: [String: String] = [:]) async throws {
         home = try temporaryDirectory("essentials")
@@ -152,6 +153,16 @@ final class EssentialsService {
         environment.merge(extra) { _, given in given }
         bus = try BusDaemon(serviceFolders: [services.path], environment: environment)
         daemon = try TodayDaemon(bundles: [Paths.essentials], home: home, address: bus.address, environment: extra)
+        client = try await daemon.ready()
+        self.environment = extra
+    }
+
+    /// Stops todayd and starts it again on the same bus and home; the
+    /// providers on the bus keep running.
+    func restart() async throws {
+        client.close()
+        daemon.stop(keepHome: true)
+        daemon = try TodayDaemon(bundles: [Paths.essentials], home: home, address: bus.address, environment: environment)
         client = try await daemon.ready()
     }
 
@@ -274,6 +285,38 @@ extension [String: Value] {
         try await set([("IsPresent", .boolean(true)), ("State", .uint32(4))])
         #expect(try await eventually(5) { try await service.client.property(Self.battery, "HasContent") == .boolean(true) })
         #expect(try await eventually(5) { try await service.snapshot(Self.battery).subtitle == "Fully charged" })
+    }
+
+    /// A provider on the bus outlives todayd: after a restart, what it
+    /// follows still reaches the widget (it registers again).
+    @Test func busProvidersOutliveARestartOfTodayd() async throws {
+        let system = try BusDaemon()
+        defer { system.stop() }
+        let upower = try Background(
+            "/usr/bin/env", ["DBUS_SYSTEM_BUS_ADDRESS=\(system.address)", "/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "upower"])
+        defer { upower.stop() }
+        let mock = try await Connection.connect(address: system.address)
+        defer { mock.close() }
+        _ = try await mock.waitForOwner(of: BusName("org.freedesktop.UPower"), timeout: .seconds(10))
+        let root = ObjectPath("/org/freedesktop/UPower")
+        let mockInterface = InterfaceName("org.freedesktop.DBus.Mock")
+        try await mock.call(
+            BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetupDisplayDevice"),
+            [.uint32(2), .uint32(2), .double(50), .double(25), .double(50), .double(10), .int64(3600), .int64(0), .boolean(true), .string(""), .uint32(1)])
+        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": system.address])
+        defer { service.stop() }
+        #expect(try await service.update(Self.battery) == "new-data")
+        // A first change reaches the widget, so the provider has registered with this todayd.
+        func set(_ percentage: Double) async throws {
+            try await mock.call(
+                BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetDeviceProperties"),
+                [.objectPath(ObjectPath("/org/freedesktop/UPower/devices/DisplayDevice")), VariantDictionary([("Percentage", .double(percentage))]).value])
+        }
+        try await set(40)
+        #expect(try await eventually(5) { try await service.snapshot(Self.battery).title == "40 %" })
+        try await service.restart()
+        try await set(30)
+        #expect(try await eventually(5) { try await service.snapshot(Self.battery).title == "30 %" })
     }
 
     @Test func noUPowerIsNoBattery() async throws {
