@@ -123,7 +123,19 @@ for number in range(count):
     with open(path, "wb") as f:
         f.write(calendar.to_ical())
     found = []
-    for c in recurring_ical_events.of(calendar).between(window_start, window_end):
+    # Floating times and dates are read in the window's zone, so the window
+    # is given in the local zone for them; for times with a zone it is given
+    # in UTC (the same instants), because recurring-ical-events 3.x misses an
+    # event that overlaps a window given in a zone on the day that zone's
+    # clocks change (an event 00:15-02:15 UTC against a window from 03:35
+    # CEST, 28 March 2027).
+    def zoned(c):
+        value = c["DTSTART"].dt
+        return isinstance(value, dt.datetime) and value.tzinfo is not None
+    utc = dt.timezone.utc
+    local_found = [c for c in recurring_ical_events.of(calendar).between(window_start, window_end) if not zoned(c)]
+    utc_found = [c for c in recurring_ical_events.of(calendar).between(window_start.astimezone(utc), window_end.astimezone(utc)) if zoned(c)]
+    for c in local_found + utc_found:
         begin = c["DTSTART"].dt
         if "DTEND" in c:
             finish = c["DTEND"].dt
