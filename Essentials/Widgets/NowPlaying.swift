@@ -41,6 +41,9 @@ public struct MediaPlayer: Sendable, Equatable {
     public var canControl = true
     /// When it last started playing (a counter: higher is later).
     public var playedAt = 0
+    /// How many signals it has had, so that a read of all its properties
+    /// that a signal overtook is made again.
+    var signals = 0
 
     public init(name: String) { self.name = name }
 
@@ -158,6 +161,7 @@ public final class NowPlayingProvider: BusWidgetProvider {
                 guard let name = state.owners[sender], var player = state.players[name] else { return false }
                 let wasPlaying = player.isPlaying
                 player.apply(changed)
+                player.signals += 1
                 if player.isPlaying && !wasPlaying {
                     state.played += 1
                     player.playedAt = state.played
@@ -176,47 +180,75 @@ public final class NowPlayingProvider: BusWidgetProvider {
             }
             if known { reloader.changed() }
         }
-        // Players coming and going; read off the connection's own thread.
+        // Players coming and going: known at once (so that their first
+        // signals count), read off the connection's own thread.
         try session.subscribeBlocking(MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged)) { [self] message in
             guard let (name, _, owner) = try? message.values(String.self, String.self, String.self), name.hasPrefix(Self.prefix) else { return }
+            if owner.isEmpty {
+                forget(name)
+                reloader.changed()
+                return
+            }
+            expect(name, owner: owner)
             Thread.detachNewThread {
-                if owner.isEmpty { self.forget(name) } else { self.add(name, owner: owner) }
+                self.add(name, owner: owner)
                 self.reloader.changed()
             }
         }
         let names = (try? session.callBusBlocking(MemberName("ListNames")).body.first?.elements?.compactMap(\.string)) ?? []
         for name in names where name.hasPrefix(Self.prefix) {
             if let owner = try? session.callBusBlocking(MemberName("GetNameOwner"), [.string(name)]).body.first?.string {
+                expect(name, owner: owner)
                 add(name, owner: owner)
             }
         }
     }
 
+    /// Knows a player by its connection before its properties are read.
+    private func expect(_ busName: String, owner: String) {
+        let short = String(busName.dropFirst(Self.prefix.count))
+        state.withLock { state in
+            if state.players[short] == nil { state.players[short] = MediaPlayer(name: short) }
+            state.owners[owner] = short
+        }
+    }
+
     /// Reads a player that appeared.
+    /// Reads a player that appeared: all its properties, again where a
+    /// signal came while they were on their way (it may be newer than they).
     private func add(_ busName: String, owner: String) {
         let short = String(busName.dropFirst(Self.prefix.count))
-        var player = MediaPlayer(name: short)
         guard let bus = BusName(rawValue: busName) else { return }
-        if let reply = try? session.callBlocking(
-            bus, path: Self.path, interface: .properties, member: MemberName("GetAll"), [.string(Self.playerInterface.rawValue)],
-            timeout: .seconds(2)), let properties = reply.body.first?.stringDictionary
-        {
-            player.apply(properties)
-        }
+        var identity = ""
         if let reply = try? session.callBlocking(
             bus, path: Self.path, interface: .properties, member: MemberName("Get"),
             [.string(Self.rootInterface.rawValue), .string("Identity")], timeout: .seconds(2))
         {
-            player.identity = reply.body.first?.string ?? ""
+            identity = reply.body.first?.string ?? ""
         }
-        state.withLock { state in
-            if player.isPlaying {
-                state.played += 1
-                player.playedAt = state.played
+        for _ in 0..<3 {
+            let before = state.withLock { $0.players[short]?.signals ?? 0 }
+            guard let reply = try? session.callBlocking(
+                bus, path: Self.path, interface: .properties, member: MemberName("GetAll"), [.string(Self.playerInterface.rawValue)],
+                timeout: .seconds(2)), let properties = reply.body.first?.stringDictionary
+            else { break }
+            let settled = state.withLock { state -> Bool in
+                guard state.owners[owner] == short else { return true }
+                var player = state.players[short] ?? MediaPlayer(name: short)
+                guard player.signals == before else { return false }
+                let wasPlaying = player.isPlaying
+                player.apply(properties)
+                player.identity = identity
+                if player.isPlaying && !wasPlaying {
+                    state.played += 1
+                    player.playedAt = state.played
+                }
+                state.players[short] = player
+                return true
             }
-            state.players[short] = player
-            state.owners[owner] = short
+            if settled { return }
         }
+        state.withLock { $0.players[short]?.identity = identity }
     }
 
     private func forget(_ busName: String) {

@@ -34,8 +34,12 @@ extension WidgetService {
 
     /// `performUpdate` for callers that wait without a task: `done` gets
     /// the result once the outcome is stored and announced, on the thread
-    /// that finished the run.
-    func performUpdate(_ id: WidgetInstanceID, scheduled: Bool = false, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void) {
+    /// that finished the run. With `fresh` (a reload: what the provider
+    /// shows has changed), a run already going is not joined, since its
+    /// provider may have answered before the change: another follows it.
+    func performUpdate(
+        _ id: WidgetInstanceID, scheduled: Bool = false, fresh: Bool = false, done: @escaping @Sendable (Result<UpdateResult, any Error>) -> Void
+    ) {
         guard let widget = widget(id, else: done) else { return }
         let now = self.now()
         let admission = widget.data.withLock { data in
@@ -44,6 +48,8 @@ extension WidgetService {
         switch admission {
         case .refuse(let error):
             done(.failure(error))
+        case .join(let update) where fresh:
+            update.whenFinished { [self] _ in performUpdate(id, scheduled: scheduled, done: done) }
         case .join(let update):
             update.whenFinished { done(.success($0)) }
         case .start(let update):

@@ -98,7 +98,7 @@ extension WidgetService {
         guard caller == id.rawValue || caller == container.rawValue else {
             throw TodayError.notEntitled("'\(caller)' may not reload the timeline of '\(id)': only the widget or its container app '\(container)' may")
         }
-        for instance in instances(of: id) { performUpdate(instance.id) { _ in } }
+        for instance in instances(of: id) { performUpdate(instance.id, fresh: true) { _ in } }
     }
 
     /// ReloadAllTimelines: every widget of the caller's container app (the
@@ -108,7 +108,7 @@ extension WidgetService {
         let widgets = all
         let container = widgets.first { $0.id.kind.rawValue == caller }.map { $0.data.withLock { $0.manifest.containerBundleIdentifier.rawValue } } ?? caller
         for widget in widgets where widget.data.withLock({ $0.manifest.containerBundleIdentifier.rawValue }) == container {
-            performUpdate(widget.id) { _ in }
+            performUpdate(widget.id, fresh: true) { _ in }
         }
     }
 
