@@ -11,14 +11,17 @@ int main(int argc, char **argv) {
     int x1 = atoi(argv[1]), y1 = atoi(argv[2]), x2 = atoi(argv[3]), y2 = atoi(argv[4]);
     Display *display = XOpenDisplay(NULL);
     if (!display) { fprintf(stderr, "pointer-drag: no display in DISPLAY\n"); return 1; }
-    XTestFakeMotionEvent(display, -1, x1, y1, 0); XFlush(display); usleep(100000);
-    XTestFakeButtonEvent(display, 1, True, 0); XFlush(display); usleep(100000);
-    for (int step = 1; step <= 30; step++) {
-        XTestFakeMotionEvent(display, -1, x1 + (x2 - x1) * step / 30, y1 + (y2 - y1) * step / 30, 0);
-        XFlush(display); usleep(20000);
+    /* At a person's pace, so that a view slowed by a busy machine sees the
+     * press, the drag begin past GTK's threshold and the motion over the
+     * target before the release. */
+    XTestFakeMotionEvent(display, -1, x1, y1, 0); XFlush(display); usleep(200000);
+    XTestFakeButtonEvent(display, 1, True, 0); XFlush(display); usleep(300000);
+    for (int step = 1; step <= 40; step++) {
+        XTestFakeMotionEvent(display, -1, x1 + (x2 - x1) * step / 40, y1 + (y2 - y1) * step / 40, 0);
+        XFlush(display); usleep(30000);
     }
-    usleep(200000);
-    XTestFakeButtonEvent(display, 1, False, 0); XFlush(display); usleep(200000);
+    usleep(500000);
+    XTestFakeButtonEvent(display, 1, False, 0); XFlush(display); usleep(300000);
     XCloseDisplay(display);
     return 0;
 }
