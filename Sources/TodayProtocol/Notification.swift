@@ -176,6 +176,8 @@ public struct TodayNotification: Sendable, Equatable {
         if let gtkDefaultAction { d["gtk-default-action"] = .string(gtkDefaultAction) }
         if let target = gtkDefaultTarget, let bytes = try? target.wireBytes() { d["gtk-default-target"] = .data(bytes) }
         if let desktopEntry { d["desktop-entry"] = .string(desktopEntry) }
+        // The store never writes a transient one; the form is whole all the same.
+        if transient { d["transient"] = .boolean(true) }
         return d
     }
 
@@ -195,6 +197,7 @@ public struct TodayNotification: Sendable, Equatable {
         category = d["category"]?.string ?? ""
         isOpen = d["open"]?.bool ?? false
         resident = d["resident"]?.bool ?? false
+        transient = d["transient"]?.bool ?? false
         source = d["source"]?.string.flatMap(Source.init(rawValue:)) ?? .freedesktop
         hints = d["hints"]?.data.flatMap { try? Value(wireBytes: $0) }.flatMap(VariantDictionary.init) ?? VariantDictionary([])
         actions = (d["actions"]?.array ?? []).compactMap { value in

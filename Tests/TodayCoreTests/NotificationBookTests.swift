@@ -52,6 +52,11 @@ import TodayProtocol
             let kept = try #require(book.byID[id])
             #expect(TodayNotification(stored: kept.stored) == kept, "timeout \(timeout) ms")
         }
+        // Its second: a transient one read back as one for the list.
+        var book = NotificationBook()
+        let (id, _) = try book.post(Self.posting("volume") { $0.transient = true }, at: Self.start)
+        let kept = try #require(book.byID[id])
+        #expect(TodayNotification(stored: kept.stored) == kept)
     }
 
     @Test func replacingKeepsTheIdMovesToTheTopAndClosesNothing() throws {
