@@ -244,45 +244,78 @@ extension [String: Value] {
         #expect((line["tooltip"] as? String)?.contains("World Clock") == true, "\(line)")
     }
 
-    /// Battery on UPower as python3-dbusmock's upower template plays it on
-    /// a system bus of the test's own: discharging, charging, no battery.
-    @Test func batteryFollowsUPower() async throws {
-        let system = try BusDaemon()
-        defer { system.stop() }
-        let upower = try Background(
-            "/usr/bin/env", ["DBUS_SYSTEM_BUS_ADDRESS=\(system.address)", "/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "upower"])
-        defer { upower.stop() }
-        let mock = try await Connection.connect(address: system.address)
-        defer { mock.close() }
-        _ = try await mock.waitForOwner(of: BusName("org.freedesktop.UPower"), timeout: .seconds(10))
-        let root = ObjectPath("/org/freedesktop/UPower")
-        let display = ObjectPath("/org/freedesktop/UPower/devices/DisplayDevice")
-        let mockInterface = InterfaceName("org.freedesktop.DBus.Mock")
-        try await mock.call(
-            BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetupDisplayDevice"),
-            [.uint32(2), .uint32(2), .double(76), .double(38), .double(50), .double(10), .int64(11_400), .int64(0), .boolean(true), .string("battery-good-symbolic"), .uint32(1)])
+    /// UPower as python3-dbusmock's upower template plays it, on a system
+    /// bus of the test's own, with a display device.
+    final class MockUPower {
+        let system: BusDaemon
+        private let upower: Background
+        private let mock: Connection
+        private static let name = BusName("org.freedesktop.UPower")
+        private static let mockInterface = InterfaceName("org.freedesktop.DBus.Mock")
 
-        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": system.address])
+        /// The display device: a battery at `percentage` with `timeToEmpty` seconds left, discharging.
+        init(percentage: Double, timeToEmpty: Int64, icon: String = "") async throws {
+            system = try BusDaemon()
+            do {
+                upower = try Background(
+                    "/usr/bin/env", ["DBUS_SYSTEM_BUS_ADDRESS=\(system.address)", "/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "upower"])
+            } catch {
+                system.stop()
+                throw error
+            }
+            do {
+                mock = try await Connection.connect(address: system.address)
+            } catch {
+                upower.stop()
+                system.stop()
+                throw error
+            }
+            do {
+                _ = try await mock.waitForOwner(of: Self.name, timeout: .seconds(10))
+                try await mock.call(
+                    Self.name, path: ObjectPath("/org/freedesktop/UPower"), interface: Self.mockInterface, member: MemberName("SetupDisplayDevice"),
+                    [.uint32(2), .uint32(2), .double(percentage), .double(percentage / 2), .double(50), .double(10), .int64(timeToEmpty), .int64(0),
+                     .boolean(true), .string(icon), .uint32(1)])
+            } catch {
+                stop()
+                throw error
+            }
+        }
+
+        /// Sets properties of the display device, as a change of the battery would.
+        func set(_ properties: [(String, Value)]) async throws {
+            try await mock.call(
+                Self.name, path: ObjectPath("/org/freedesktop/UPower"), interface: Self.mockInterface, member: MemberName("SetDeviceProperties"),
+                [.objectPath(ObjectPath("/org/freedesktop/UPower/devices/DisplayDevice")), VariantDictionary(properties).value])
+        }
+
+        func stop() {
+            mock.close()
+            upower.stop()
+            system.stop()
+        }
+    }
+
+    /// Battery on UPower: discharging, charging, no battery.
+    @Test func batteryFollowsUPower() async throws {
+        let upower = try await MockUPower(percentage: 76, timeToEmpty: 11_400, icon: "battery-good-symbolic")
+        defer { upower.stop() }
+        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": upower.system.address])
         defer { service.stop() }
         #expect(try await service.update(Self.battery) == "new-data")
         var card = try await service.snapshot(Self.battery)
         #expect(card.title == "76 %" && card.subtitle == "3 h 10 min left", "\(card)")
 
         // Plugged in: the provider hears it and todayd reloads, no update asked for.
-        func set(_ properties: [(String, Value)]) async throws {
-            try await mock.call(
-                BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetDeviceProperties"),
-                [.objectPath(display), VariantDictionary(properties).value])
-        }
-        try await set([("State", .uint32(1)), ("Percentage", .double(80)), ("TimeToFull", .int64(1800))])
+        try await upower.set([("State", .uint32(1)), ("Percentage", .double(80)), ("TimeToFull", .int64(1800))])
         #expect(try await eventually(5) { try await service.snapshot(Self.battery).subtitle == "Charging, full in 30 min" })
         card = try await service.snapshot(Self.battery)
         #expect(card.title == "80 %")
 
         // The battery taken out: the widget has no content, and back.
-        try await set([("IsPresent", .boolean(false))])
+        try await upower.set([("IsPresent", .boolean(false))])
         #expect(try await eventually(5) { try await service.client.property(Self.battery, "HasContent") == .boolean(false) })
-        try await set([("IsPresent", .boolean(true)), ("State", .uint32(4))])
+        try await upower.set([("IsPresent", .boolean(true)), ("State", .uint32(4))])
         #expect(try await eventually(5) { try await service.client.property(Self.battery, "HasContent") == .boolean(true) })
         #expect(try await eventually(5) { try await service.snapshot(Self.battery).subtitle == "Fully charged" })
     }
@@ -290,32 +323,16 @@ extension [String: Value] {
     /// A provider on the bus outlives todayd: after a restart, what it
     /// follows still reaches the widget (it registers again).
     @Test func busProvidersOutliveARestartOfTodayd() async throws {
-        let system = try BusDaemon()
-        defer { system.stop() }
-        let upower = try Background(
-            "/usr/bin/env", ["DBUS_SYSTEM_BUS_ADDRESS=\(system.address)", "/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "upower"])
+        let upower = try await MockUPower(percentage: 50, timeToEmpty: 3600)
         defer { upower.stop() }
-        let mock = try await Connection.connect(address: system.address)
-        defer { mock.close() }
-        _ = try await mock.waitForOwner(of: BusName("org.freedesktop.UPower"), timeout: .seconds(10))
-        let root = ObjectPath("/org/freedesktop/UPower")
-        let mockInterface = InterfaceName("org.freedesktop.DBus.Mock")
-        try await mock.call(
-            BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetupDisplayDevice"),
-            [.uint32(2), .uint32(2), .double(50), .double(25), .double(50), .double(10), .int64(3600), .int64(0), .boolean(true), .string(""), .uint32(1)])
-        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": system.address])
+        let service = try await EssentialsService(environment: ["DBUS_SYSTEM_BUS_ADDRESS": upower.system.address])
         defer { service.stop() }
         #expect(try await service.update(Self.battery) == "new-data")
         // A first change reaches the widget, so the provider has registered with this todayd.
-        func set(_ percentage: Double) async throws {
-            try await mock.call(
-                BusName("org.freedesktop.UPower"), path: root, interface: mockInterface, member: MemberName("SetDeviceProperties"),
-                [.objectPath(ObjectPath("/org/freedesktop/UPower/devices/DisplayDevice")), VariantDictionary([("Percentage", .double(percentage))]).value])
-        }
-        try await set(40)
+        try await upower.set([("Percentage", .double(40))])
         #expect(try await eventually(5) { try await service.snapshot(Self.battery).title == "40 %" })
         try await service.restart()
-        try await set(30)
+        try await upower.set([("Percentage", .double(30))])
         #expect(try await eventually(5) { try await service.snapshot(Self.battery).title == "30 %" })
     }
 
