@@ -7,6 +7,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Synchronization
 import TodayKit
 
 /// The Weather widget's settings.
@@ -186,30 +187,9 @@ public struct OpenMeteo: Sendable {
     }
 
     func get(_ url: URL) async throws -> Data {
-        let limit = timeout
         let (data, response): (Data, URLResponse)
         do {
-            // The session's own timeout does not cover a server that takes
-            // the connection and stays silent: the limit is kept here too.
-            (data, response) = try await withThrowingTaskGroup(of: (Data, URLResponse).self) { group in
-                group.addTask {
-                    var request = URLRequest(url: url, timeoutInterval: limit)
-                    request.setValue("todayd-essentials", forHTTPHeaderField: "User-Agent")
-                    let configuration = URLSessionConfiguration.ephemeral
-                    configuration.timeoutIntervalForRequest = limit
-                    configuration.timeoutIntervalForResource = limit
-                    let session = URLSession(configuration: configuration)
-                    defer { session.invalidateAndCancel() }
-                    return try await session.data(for: request)
-                }
-                group.addTask {
-                    try await Task.sleep(for: .seconds(limit))
-                    throw WeatherError.network("no answer within \(Int(limit)) s")
-                }
-                guard let first = try await group.next() else { throw WeatherError.network("no answer") }
-                group.cancelAll()
-                return first
-            }
+            (data, response) = try await Self.fetch(url, within: timeout)
         } catch {
             throw WeatherError.network("\(url.host ?? "the service") did not answer: \((error as? WeatherError)?.description ?? error.localizedDescription)")
         }
@@ -218,6 +198,39 @@ public struct OpenMeteo: Sendable {
             throw WeatherError.network("\(url.host ?? "the service") answered HTTP \(status)")
         }
         return data
+    }
+
+    /// One request, answered within `limit` seconds or given up. The
+    /// session's own timeout does not cover a server that takes the
+    /// connection and stays silent, and a cancelled request may take its
+    /// time to end: the limit answers the caller by itself, whichever of
+    /// the two comes first, and the request is cancelled behind it.
+    private static func fetch(_ url: URL, within limit: TimeInterval) async throws -> (Data, URLResponse) {
+        var request = URLRequest(url: url, timeoutInterval: limit)
+        request.setValue("todayd-essentials", forHTTPHeaderField: "User-Agent")
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = limit
+        configuration.timeoutIntervalForResource = limit
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        return try await withCheckedThrowingContinuation { continuation in
+            let once = Once()
+            let answer: @Sendable (Result<(Data, URLResponse), any Error>) -> Void = { result in
+                if once.claim() { continuation.resume(with: result) }
+            }
+            let task = session.dataTask(with: request) { data, response, error in
+                if let data, let response {
+                    answer(.success((data, response)))
+                } else {
+                    answer(.failure(error ?? WeatherError.network("no answer")))
+                }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + limit) {
+                answer(.failure(WeatherError.network("no answer within \(Int(limit)) s")))
+                task.cancel()
+            }
+            task.resume()
+        }
     }
 
     /// The first place Open-Meteo's geocoding finds for `name`.
@@ -346,6 +359,18 @@ public struct WeatherProvider: AppIntentTimelineProvider {
             }
             let message = "\(error)"
             return WeatherEntry(date: now, snapshot: Snapshot(title: "No forecast", subtitle: message, accessibilityLabel: "No forecast: \(message)"))
+        }
+    }
+}
+
+/// True for the first caller of `claim` only.
+private final class Once: Sendable {
+    private let claimed = Mutex(false)
+
+    func claim() -> Bool {
+        claimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
         }
     }
 }
