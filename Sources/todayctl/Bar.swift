@@ -111,7 +111,7 @@ private func notificationsBar(_ client: Client, format: BarFormat, once: Bool) a
             MatchRule(path: Today.managerPath, interface: .properties, member: .propertiesChanged),
             MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name),
         ], waking: events.continuation)
-    if format == .i3bar { try readNotificationClicks(center) }
+    if format == .i3bar { try readNotificationClicks(center, busAddress: client.address) }
     if let header = format.header { Out.line(header) }
     var last: String?
     for await _ in events.stream {
@@ -128,7 +128,7 @@ private func notificationsBar(_ client: Client, format: BarFormat, once: Bool) a
 
 /// The notification module's clicks from i3bar or swaybar: button 1 runs
 /// the Today view's toggle, button 3 switches Do Not Disturb.
-private func readNotificationClicks(_ center: NotificationCenterClient) throws {
+private func readNotificationClicks(_ center: NotificationCenterClient, busAddress: String) throws {
     try readClickLines { click in
         guard click["name"]?.string == BarFormat.notificationsBlock else { return }
         let button = click["button"]?.int64 ?? 1
@@ -137,16 +137,17 @@ private func readNotificationClicks(_ center: NotificationCenterClient) throws {
                 let on = (try? await center.property(Notifications.Center.doNotDisturb))??.bool ?? false
                 try? await center.set(Notifications.Center.doNotDisturb, .boolean(!on))
             } else {
-                openTodayView()
+                openTodayView(busAddress: busAddress)
             }
         }
     }
 }
 
 /// Starts `today-view --toggle` (the one installed beside todayctl, else
-/// the first on PATH), not waiting for it.
-private func openTodayView() {
-    let environment = ProcessInfo.processInfo.environment
+/// the first on PATH) on todayctl's bus, not waiting for it.
+private func openTodayView(busAddress: String) {
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
     let own = (try? Files.linkTarget("/proc/self/exe")).map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
     let folders = (own.map { [$0] } ?? []) + (environment["PATH"] ?? "/usr/bin").split(separator: ":").map(String.init)
     guard let program = folders.map({ $0 + "/today-view" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {

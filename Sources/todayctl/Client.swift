@@ -7,11 +7,14 @@ import TodayProtocol
 /// todayd as todayctl sees it: calls on a connection of its own.
 struct Client {
     let connection: Connection
+    /// The bus's address, for the programs todayctl starts (the view).
+    let address: String
 
     init(address: String?) throws {
         guard let address, !address.isEmpty else {
             throw Failure.usage("no bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR")
         }
+        self.address = address
         do {
             connection = try Connection(address: address)
         } catch {

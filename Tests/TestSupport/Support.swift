@@ -141,3 +141,31 @@ public func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: D
     }
     return text
 }
+
+/// An X display of a test's own: Xvfb on the first free number, which it
+/// names itself (`-displayfd`).
+public final class OwnDisplay: Sendable {
+    /// `:N`, for DISPLAY.
+    public let name: String
+    private let server: Process
+
+    public init() async throws {
+        let number = Pipe()
+        server = Process()
+        server.executableURL = URL(fileURLWithPath: "/bin/sh")
+        server.arguments = ["-c", "exec /usr/bin/Xvfb -displayfd 3 -screen 0 1024x768x24 -nolisten tcp 3>&1 >/dev/null 2>&1"]
+        server.standardOutput = number
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        let said = try await read(number, until: { $0.hasSuffix("\n") }, within: 20).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !said.isEmpty else {
+            if server.isRunning { kill(server.processIdentifier, SIGKILL) }
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "Xvfb named no display within 20 s"])
+        }
+        name = ":" + said
+    }
+
+    public func stop() {
+        if server.isRunning { kill(server.processIdentifier, SIGKILL) }
+    }
+}

@@ -577,17 +577,9 @@ import TodayProtocol
         #expect(try await eventually(10) { try await WidgetInstanceTests.snapshotTitle(client, second) == "[2] medium" })
         #expect(try await WidgetInstanceTests.layout(client) == [first, second])
 
-        // A display of its own: Xvfb says which number it took.
-        let displayPipe = Pipe()
-        let launcher = Process()
-        launcher.executableURL = URL(fileURLWithPath: "/bin/sh")
-        launcher.arguments = ["-c", "exec /usr/bin/Xvfb -displayfd 3 -screen 0 1024x768x24 -nolisten tcp 3>&1 >/dev/null 2>&1"]
-        launcher.standardOutput = displayPipe
-        launcher.standardError = FileHandle.nullDevice
-        try launcher.run()
-        defer { if launcher.isRunning { kill(launcher.processIdentifier, SIGKILL) } }
-        let number = try await read(displayPipe, until: { $0.hasSuffix("\n") }, within: 20).trimmingCharacters(in: .whitespacesAndNewlines)
-        let display = ":" + number
+        let screen = try await OwnDisplay()
+        defer { screen.stop() }
+        let display = screen.name
 
         // What the view says goes to a file, read as it grows.
         let said = folder.appendingPathComponent("view.out").path
@@ -659,5 +651,52 @@ import TodayProtocol
         let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
         kill(pid_t(pid), SIGTERM)
         #expect(try await eventually(30) { !process.isRunning })
+    }
+
+    /// A click on the notification block of i3bar or swaybar (button 1)
+    /// opens the Today view: `todayctl bar` starts `today-view --toggle`,
+    /// which shows the view where none runs.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
+    func aClickOnTheBarsNotificationBlockOpensTheView() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let screen = try await OwnDisplay()
+        defer { screen.stop() }
+        let bar = Process()
+        bar.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        bar.arguments = ["DISPLAY=\(screen.name)", "NO_AT_BRIDGE=1", Paths.todayctl, "--address", daemon.address, "bar", "--notifications", "--format", "i3bar"]
+        let clicks = Pipe()
+        let lines = Pipe()
+        bar.standardInput = clicks
+        bar.standardOutput = lines
+        bar.standardError = FileHandle.nullDevice
+        try bar.run()
+        defer { if bar.isRunning { kill(bar.processIdentifier, SIGKILL) } }
+        let shown = try await read(lines, until: { $0.contains("✉ 0") }, within: 10)
+        #expect(shown.contains("✉ 0"), "\(shown)")
+        let view = BusName("io.github.todayd.TodayView")
+        #expect(try await client.callBus(MemberName("NameHasOwner"), [.string(view.rawValue)]).value(Bool.self) == false)
+
+        // Another block's click does nothing; the notification block's opens the view.
+        clicks.fileHandleForWriting.write(Data("[\n{\"name\":\"clock\",\"button\":1}\n".utf8))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await client.callBus(MemberName("NameHasOwner"), [.string(view.rawValue)]).value(Bool.self) == false)
+        clicks.fileHandleForWriting.write(Data(",{\"name\":\"\(BarFormat.notificationsBlock)\",\"button\":1}\n".utf8))
+        _ = try await client.waitForOwner(of: view, timeout: .seconds(30))
+        let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string(view.rawValue)]).value(UInt32.self)
+        // It is the view on the bar's display, shown.
+        let environment = (try? String(contentsOfFile: "/proc/\(pid)/environ", encoding: .utf8)) ?? ""
+        #expect(environment.split(separator: "\0").contains("DISPLAY=\(screen.name)"), "\(environment)")
+        var window = ""
+        let viewable = try await eventually(20) {
+            window = try await run(["env", "DISPLAY=\(screen.name)", "xwininfo", "-name", "Today"]).output
+            return window.contains("Map State: IsViewable")
+        }
+        #expect(viewable, "no window named Today shown on \(screen.name): \(window)")
+        kill(pid_t(pid), SIGTERM)
     }
 }
