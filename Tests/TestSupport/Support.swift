@@ -169,3 +169,80 @@ public final class OwnDisplay: Sendable {
         if server.isRunning { kill(server.processIdentifier, SIGKILL) }
     }
 }
+
+/// A headless sway of a test's own: a layer-shell compositor with one
+/// 800×600 output of one colour, run as nobody (sway refuses root), whose
+/// socket the test's own programs use. `shot` is what is on the screen.
+public final class HeadlessSway: Sendable {
+    public static let background: (UInt8, UInt8, UInt8) = (0x20, 0x40, 0x60)
+    public static var available: Bool {
+        ["/usr/bin/sway", "/usr/bin/grim", "/usr/bin/setpriv"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The folder for XDG_RUNTIME_DIR; the socket is `wayland-1` in it.
+    public let runtime: String
+    private let folder: URL
+    private let compositor: Process
+
+    public init() async throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sway-\(UUID().uuidString)")
+        runtime = folder.appendingPathComponent("run").path
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // nobody must reach its folders, and own the runtime folder.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+        guard chown(runtime, 65534, 65534) == 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSLocalizedDescriptionKey: "cannot give \(runtime) to nobody"]) }
+        let config = folder.appendingPathComponent("config").path
+        let (r, g, b) = Self.background
+        try String(format: "output HEADLESS-1 mode 800x600 bg #%02x%02x%02x solid_color\ndefault_border none\nxwayland disable\n", r, g, b)
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: config)
+        compositor = Process()
+        compositor.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        compositor.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "-i", "XDG_RUNTIME_DIR=\(runtime)", "WLR_BACKENDS=headless",
+            "WLR_RENDERER=pixman", "WLR_LIBINPUT_NO_DEVICES=1", "/usr/bin/sway", "-c", config,
+        ]
+        compositor.standardOutput = FileHandle.nullDevice
+        compositor.standardError = FileHandle.nullDevice
+        try compositor.run()
+        let socket = runtime + "/wayland-1"
+        guard try await eventually(20, { FileManager.default.fileExists(atPath: socket) }) else {
+            stop()
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "sway made no \(socket) within 20 s"])
+        }
+    }
+
+    /// The environment a client of this sway runs with (and no X display).
+    public var environment: [String] { ["-u", "DISPLAY", "XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-1"] }
+
+    /// How much of the screen's columns from `x` to the right edge is not the background, 0 to 1.
+    public func covered(fromX x: Int) async throws -> Double {
+        let file = folder.appendingPathComponent("shot-\(UUID().uuidString).ppm").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let shot = try await run(["env"] + environment + ["grim", "-t", "ppm", file])
+        guard shot.status == 0, let bytes = FileManager.default.contents(atPath: file) else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "grim: \(shot.error)"])
+        }
+        // P6, width, height, 255, one byte of white space, then RGB rows.
+        let header = bytes.prefix(32).split(whereSeparator: { $0 == 0x0a || $0 == 0x20 }).prefix(4).map { String(decoding: $0, as: UTF8.self) }
+        guard header.count == 4, header[0] == "P6", let width = Int(header[1]), let height = Int(header[2]) else {
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "grim wrote no PPM"])
+        }
+        let pixels = Array(bytes.suffix(width * height * 3))
+        guard pixels.count == width * height * 3, x < width else { return 0 }
+        var differing = 0
+        for row in 0..<height {
+            for column in x..<width {
+                let at = (row * width + column) * 3
+                if (pixels[at], pixels[at + 1], pixels[at + 2]) != Self.background { differing += 1 }
+            }
+        }
+        return Double(differing) / Double(height * (width - x))
+    }
+
+    public func stop() {
+        if compositor.isRunning { kill(compositor.processIdentifier, SIGKILL) }
+        compositor.waitUntilExit()
+        try? FileManager.default.removeItem(at: folder)
+    }
+}

@@ -513,7 +513,7 @@ import TodayProtocol
         // The live window: a reorder keeps both rows.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--describe", "--window"]
+        process.arguments = ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--describe"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -651,6 +651,51 @@ import TodayProtocol
         let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
         kill(pid_t(pid), SIGTERM)
         #expect(try await eventually(30) { !process.isRunning })
+    }
+
+    /// Under a layer-shell compositor (sway) the view is a panel along the
+    /// right edge, over the screen, and `--toggle` takes it away and brings
+    /// it back: seen in grim's shots of the screen.
+    @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
+    func underSwayTheViewIsAPanelThatToggles() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let sway = try await HeadlessSway()
+        defer { sway.stop() }
+        let view = Process()
+        view.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        view.arguments = sway.environment + ["NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--describe"]
+        let output = Pipe()
+        view.standardOutput = output
+        view.standardError = FileHandle.nullDevice
+        try view.run()
+        defer { if view.isRunning { kill(view.processIdentifier, SIGKILL) } }
+        var text = try await read(output, until: { $0.contains("state: ") }, within: 30)
+        #expect(text.contains("state: "), "\(text)")
+
+        // The panel: the right half of the screen is the view, the left the background.
+        var right = 0.0, left = 1.0
+        let panel = try await eventually(10) {
+            (right, left) = (try await sway.covered(fromX: 500), try await sway.covered(fromX: 0))
+            return right > 0.9 && left < 0.7
+        }
+        #expect(panel, "the right of the screen \(right) covered, the whole \(left)")
+        for (expected, shown) in [("window: hidden", false), ("window: shown", true)] {
+            let toggled = try await run(["env", "-u", "DISPLAY", Self.view, "--address", daemon.address, "--toggle"])
+            #expect(toggled.status == 0, "\(toggled)")
+            let seen = text
+            text += try await read(output, until: { (seen + $0).contains(expected) }, within: 10)
+            #expect(text.contains(expected), "\(text)")
+            let onScreen = try await eventually(10) {
+                right = try await sway.covered(fromX: 500)
+                return shown ? right > 0.9 : right == 0
+            }
+            #expect(onScreen, "after the toggle to \(expected): the right of the screen \(right) covered")
+        }
     }
 
     /// A click on the notification block of i3bar or swaybar (button 1)
