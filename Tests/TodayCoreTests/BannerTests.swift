@@ -47,9 +47,10 @@ import TodayProtocol
             try await eventually(20) { Self.lines(out).contains(state) }
         }
         let heard = Locked<[String]>([])
-        for signal in [Notifications.Freedesktop.actionInvoked.name, Notifications.Freedesktop.notificationReplied.name] {
+        for signal in [Notifications.Freedesktop.actionInvoked.name, Notifications.Freedesktop.notificationReplied.name, Notifications.Freedesktop.activationToken.name] {
+            let said = signal == Notifications.Freedesktop.activationToken.name ? "token " : ""
             try await client.subscribe(MatchRule(interface: Notifications.freedesktop.name, member: signal)) { message in
-                if let (id, text) = try? message.values(UInt32.self, String.self) { heard.withLock { $0.append("\(id) \(text)") } }
+                if let (id, text) = try? message.values(UInt32.self, String.self) { heard.withLock { $0.append("\(said)\(id) \(text)") } }
             }
         }
 
@@ -67,6 +68,10 @@ import TodayProtocol
         let fire = try await notify(["Fire", "--urgency", "critical", "--action", "yes=Evacuate", "--app", "Alarm"])
         #expect(try await shows("pressed yes on \(fire)"), "\(Self.lines(out))")
         #expect(try await eventually(10) { heard.value.contains("\(fire) yes") }, "\(heard.value)")
+        // With the press, the banner's activation token (on X11 a startup
+        // notification id), sent before the action as the specification asks.
+        let token = heard.value.firstIndex { $0.hasPrefix("token \(fire) ") && $0.count > "token \(fire) ".count }
+        #expect(token.map { $0 < (heard.value.firstIndex(of: "\(fire) yes") ?? 0) } == true, "\(heard.value)")
         #expect(try await shows("banners: \(first) queued: "))
         #expect(!Self.lines(out).contains { $0.hasPrefix("banners: \(quiet)") || $0.contains(" \(quiet) ") }, "\(Self.lines(out))")
         let listed = try await NotificationServerTests.list(client).compactMap { $0["id"]?.uint64 }

@@ -124,7 +124,7 @@ import TodayProtocol
 
         // `default` without such an action starts the app, from the desktop entry.
         let plain = try book.post(Self.posting("plain") { $0.desktopEntry = "org.example.Mail" }, at: Self.start).id
-        #expect(try book.invoke(plain, key: "default", token: nil).contains(.activateApp(appID: "org.example.Mail")))
+        #expect(try book.invoke(plain, key: "default", token: nil).contains(.activateApp(appID: "org.example.Mail", token: nil)))
 
         // A GNotification's button is ActivateAction on its app, with the target.
         let gtkActions = [TodayNotification.Action(key: "app.reply", label: "Reply", gtkAction: "app.reply", gtkTarget: .string("42"))]
@@ -135,9 +135,9 @@ import TodayProtocol
                 $0.gtkDefaultAction = "app.show"
             }, at: Self.start
         ).id
-        #expect(try book.invoke(gtk, key: "app.reply", token: nil).contains(.activateAction(appID: "org.example.App", name: "app.reply", target: .string("42"))))
+        #expect(try book.invoke(gtk, key: "app.reply", token: nil).contains(.activateAction(appID: "org.example.App", name: "app.reply", target: .string("42"), token: nil)))
         let again = try book.post(Self.posting("g") { $0.source = .gtk; $0.appNotificationID = "n2"; $0.gtkDefaultAction = "app.show" }, at: Self.start).id
-        #expect(try book.invoke(again, key: "default", token: nil).contains(.activateAction(appID: "mail", name: "app.show", target: nil)))
+        #expect(try book.invoke(again, key: "default", token: "t-1").contains(.activateAction(appID: "mail", name: "app.show", target: nil, token: "t-1")))
     }
 
     @Test func transientOnesNeverEnterTheList() throws {

@@ -333,7 +333,7 @@ final class RestartableTodayd {
     /// to write to, it sends a GNotification with an `app.open-note` button
     /// (target `n42`) and exits, or, given `stay` after the file, stays
     /// for the action; the action writes `open-note n42` to the file and
-    /// ends it.
+    /// ends it, after the activation token that came with it.
     static func writeNotesApp(to app: URL) throws {
         try """
             import sys
@@ -361,6 +361,14 @@ final class RestartableTodayd {
                     if "stay" in command_line.get_arguments():
                         self.hold()
                     return 0
+
+                def do_before_emit(self, platform_data):
+                    Gio.Application.do_before_emit(self, platform_data)
+                    for key in ("activation-token", "desktop-startup-id"):
+                        value = platform_data.lookup_value(key, None)
+                        if value is not None:
+                            with open(sys.argv[1], "a") as out:
+                                out.write("%s %s\\n" % (key, value.get_string()))
 
                 def do_activate(self):
                     pass
@@ -405,8 +413,10 @@ final class RestartableTodayd {
         #expect(try await Self.list(client).map { $0["id"]?.uint64 } == [id])
         try await client.call(
             Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.invokeAction, UInt32(id),
-            "app.open-note", VariantDictionary([]))
-        #expect(try await eventually(20) { (try? String(contentsOf: received, encoding: .utf8)) == "open-note n42\n" },
+            "app.open-note", VariantDictionary([("activation-token", .string("click-77"))]))
+        // With the click's activation token, so that it comes to the front.
+        let expected = "activation-token click-77\ndesktop-startup-id click-77\nopen-note n42\n"
+        #expect(try await eventually(20) { (try? String(contentsOf: received, encoding: .utf8)) == expected },
                 "the app got: \((try? String(contentsOf: received, encoding: .utf8)) ?? "nothing")")
     }
 }

@@ -30,10 +30,11 @@ struct NotificationBook: Sendable {
         case invoked(UInt32, key: String, token: String?)
         /// NotificationReplied(id, text).
         case replied(UInt32, String)
-        /// org.freedesktop.Application.ActivateAction(name, [target]) on the app `appID`.
-        case activateAction(appID: String, name: String, target: Value?)
+        /// org.freedesktop.Application.ActivateAction(name, [target]) on the
+        /// app `appID`, with the activation token of the click that chose it.
+        case activateAction(appID: String, name: String, target: Value?, token: String?)
         /// org.freedesktop.Application.Activate on the app `appID`, or its start.
-        case activateApp(appID: String)
+        case activateApp(appID: String, token: String?)
         /// The Inhibited property.
         case inhibited(Bool)
         /// Show it as a banner (SPEC section 15): it passed Do Not
@@ -339,13 +340,14 @@ struct NotificationBook: Sendable {
             }
         case .gtk:
             if let name = action?.gtkAction ?? (key == "default" ? notification.gtkDefaultAction : nil) {
-                effects.append(.activateAction(appID: notification.appID, name: name, target: action?.gtkTarget ?? notification.gtkDefaultTarget))
+                effects.append(
+                    .activateAction(appID: notification.appID, name: name, target: action?.gtkTarget ?? notification.gtkDefaultTarget, token: token))
             } else if key == "default" {
-                effects.append(.activateApp(appID: notification.appID))
+                effects.append(.activateApp(appID: notification.appID, token: token))
             }
         case .freedesktop:
             // `default` with no such action starts or activates the app.
-            if key == "default", action == nil { effects.append(.activateApp(appID: notification.desktopEntry ?? notification.appID)) }
+            if key == "default", action == nil { effects.append(.activateApp(appID: notification.desktopEntry ?? notification.appID, token: token)) }
         }
         if notification.resident { return effects }
         let listed = order.contains(id)

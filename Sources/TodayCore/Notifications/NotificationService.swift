@@ -343,10 +343,10 @@ final class NotificationService: Sendable {
                 try? freedesktop.emit(F.actionInvoked, [.uint32(id), .string(key)])
             case .replied(let id, let text):
                 try? freedesktop.emit(F.notificationReplied, [.uint32(id), .string(text)])
-            case .activateAction(let appID, let name, let target):
-                activate(appID, action: name, target: target)
-            case .activateApp(let appID):
-                activate(appID, action: nil, target: nil)
+            case .activateAction(let appID, let name, let target, let token):
+                activate(appID, action: name, target: target, token: token)
+            case .activateApp(let appID, let token):
+                activate(appID, action: nil, target: nil, token: token)
             case .inhibited(let on):
                 freedesktop.set(F.inhibited.name, .boolean(on))
             case .banner(let id):
@@ -393,7 +393,11 @@ final class NotificationService: Sendable {
     /// org.freedesktop.Application on the app `appID`: ActivateAction of an
     /// `app.NAME` action, or Activate; the bus starts the app where it is
     /// D-Bus activatable and not running. In the background: nobody waits.
-    private func activate(_ appID: String, action: String?, target: Value?) {
+    private func activate(_ appID: String, action: String?, target: Value?, token: String?) {
+        // The token of the click, under both names GApplication reads
+        // (`desktop-startup-id` before GLib 2.76), so that the app comes
+        // to the front.
+        let platformData = VariantDictionary(token.map { [("activation-token", .string($0)), ("desktop-startup-id", .string($0))] } ?? [])
         // An app bundle (section 7) comes forward as a tap on its widget
         // brings it: Activate on the running app, else its executable started.
         if action == nil, let bundle = BundleID(rawValue: appID), urls.knowsApp(bundle) {
@@ -401,7 +405,7 @@ final class NotificationService: Sendable {
             let log = log
             Task {
                 do {
-                    _ = try await urls.activateApp(bundle, for: nil, platformData: VariantDictionary([]))
+                    _ = try await urls.activateApp(bundle, for: nil, platformData: platformData)
                 } catch {
                     log.warning("notification of '\(appID)': \(error)")
                 }
@@ -412,7 +416,6 @@ final class NotificationService: Sendable {
             log.warning("notification of '\(appID)': not a D-Bus name; its action reaches no app")
             return
         }
-        let platformData = VariantDictionary([])
         let connection = connection
         let log = log
         Task {
