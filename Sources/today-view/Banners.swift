@@ -17,6 +17,7 @@ import TodayProtocol
 @MainActor
 final class Banners {
     static let most = 3
+    static let width: Int32 = 380
     static let idleSeconds: Double = 60
 
     let connection: Connection
@@ -35,6 +36,12 @@ final class Banners {
     private var window: Widget?
     private var list: Widget?
     private var onLayerShell = false
+    /// Under X11, where the banners' top-right corner goes: 12 pixels in
+    /// from the primary monitor's work area. GDK asks the X server for the
+    /// work area at each look (three round trips), so it is looked up at
+    /// start and whenever the last banner has gone, not while a banner
+    /// waits to be shown.
+    private var corner: (x: Int32, y: Int32)?
     private var idleSince = Date()
     private var announced: String?
     private var pressed: Set<String> = []
@@ -64,7 +71,7 @@ final class Banners {
         self.window = window
         gtk_window_set_title(cast(window), "Notifications")
         addClass(window, "banners")
-        gtk_widget_set_size_request(window, 380, -1)
+        gtk_widget_set_size_request(window, Self.width, -1)
         gtk_window_set_resizable(cast(window), 0)
         if gtk_layer_is_supported() != 0 {
             // sway, Plasma: a layer surface over other windows.
@@ -78,8 +85,8 @@ final class Banners {
             gtk_layer_set_margin(cast(window), GTK_LAYER_SHELL_EDGE_RIGHT, 12)
             gtk_layer_set_keyboard_mode(cast(window), GTK_LAYER_SHELL_KEYBOARD_MODE_NONE)
         } else {
-            // X11: an undecorated window of the notification type, placed
-            // by its top-right corner, that the window manager never focuses.
+            // X11: an undecorated window of the notification type, at the
+            // work area's top-right corner, that the window manager never focuses.
             gtk_window_set_type_hint(cast(window), GDK_WINDOW_TYPE_HINT_NOTIFICATION)
             gtk_window_set_decorated(cast(window), 0)
             gtk_window_set_accept_focus(cast(window), 0)
@@ -87,7 +94,7 @@ final class Banners {
             gtk_window_set_keep_above(cast(window), 1)
             gtk_window_set_skip_taskbar_hint(cast(window), 1)
             gtk_window_set_skip_pager_hint(cast(window), 1)
-            gtk_window_set_gravity(cast(window), GDK_GRAVITY_NORTH_EAST)
+            corner = lookUpCorner()
         }
         let list = shown(gtk_list_box_new()!)
         self.list = list
@@ -106,6 +113,14 @@ final class Banners {
             if !stay, showing.isEmpty, queued.isEmpty, Date().timeIntervalSince(idleSince) >= Self.idleSeconds { finished = true }
             return !finished
         }
+    }
+
+    private func lookUpCorner() -> (x: Int32, y: Int32)? {
+        guard let display = gdk_display_get_default(), let monitor = gdk_display_get_primary_monitor(display) ?? gdk_display_get_monitor(display, 0)
+        else { return nil }
+        var area = GdkRectangle()
+        gdk_monitor_get_workarea(monitor, &area)
+        return (area.x + area.width - 12, area.y + 12)
     }
 
     // MARK: The bus
@@ -274,10 +289,17 @@ final class Banners {
         guard let window, let list else { return }
         for row in children(list) { gtk_widget_destroy(row) }
         let now = Date()
-        for entry in showing { gtk_list_box_insert(cast(list), notificationRow(entry, now: now, controls: controls), -1) }
+        for entry in showing {
+            let row = notificationRow(entry, now: now, controls: controls)
+            // Long lines wrap within the banner's width instead of widening it.
+            limitNaturalWidth(of: row, characters: 36)
+            gtk_list_box_insert(cast(list), row, -1)
+        }
         if showing.isEmpty {
             gtk_widget_hide(window)
             idleSince = now
+            // For the next first banner, while nothing waits on it.
+            if !onLayerShell { corner = lookUpCorner() }
             // Idle until the next banner: the heap the banners took goes
             // back to the system (glibc keeps freed memory otherwise).
             today_malloc_give_back()
@@ -286,13 +308,18 @@ final class Banners {
                 // The keyboard only for a reply, and only when clicked into.
                 let typing = showing.contains { $0.replyLabel != nil }
                 gtk_layer_set_keyboard_mode(cast(window), typing ? GTK_LAYER_SHELL_KEYBOARD_MODE_ON_DEMAND : GTK_LAYER_SHELL_KEYBOARD_MODE_NONE)
-            } else if let display = gdk_display_get_default(), let monitor = gdk_display_get_primary_monitor(display) ?? gdk_display_get_monitor(display, 0) {
-                var area = GdkRectangle()
-                gdk_monitor_get_workarea(monitor, &area)
-                gtk_window_move(cast(window), area.x + area.width - 12, area.y + 12)
+            } else if let corner = corner ?? lookUpCorner() {
+                // Placed by its top-left corner, from the width it takes:
+                // a window manager may not honour a gravity (and on a bare
+                // X server none does), which would leave it off the screen.
+                var natural = GtkRequisition()
+                gtk_widget_get_preferred_size(window, nil, &natural)
+                let width = max(natural.width, Self.width)
+                gtk_window_move(cast(window), corner.x - width, corner.y)
+                if describe { FileSystem.writeAll(1, "placed: \(corner.x - width) \(corner.y) \(width)\n") }
             }
             // As small as what it shows.
-            gtk_window_resize(cast(window), 380, 1)
+            gtk_window_resize(cast(window), Self.width, 1)
             gtk_widget_show(window)
         }
         announce()
@@ -353,6 +380,16 @@ final class Banners {
             FileSystem.writeAll(2, "today-view: cannot render the banners to \(screenshot)\n")
         }
     }
+}
+
+/// Caps the natural width of the wrapping labels under `widget` at about
+/// `characters`: GTK asks a wrapping label for the width of its whole
+/// text on one line, and a window sized to what it shows grows with it.
+func limitNaturalWidth(of widget: Widget, characters: Int32) {
+    if typeName(widget) == "GtkLabel", gtk_label_get_line_wrap(cast(widget)) != 0 {
+        gtk_label_set_max_width_chars(cast(widget), characters)
+    }
+    for child in children(widget) { limitNaturalWidth(of: child, characters: characters) }
 }
 
 /// The first widget of GTK type `type` under `widget`.

@@ -59,6 +59,9 @@ import TodayProtocol
         let first = sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(sent.status == 0 && UInt32(first) != nil, "\(sent)")
         #expect(try await shows("banners: \(first) queued: "), "\(Self.lines(out))")
+        // At the screen's top-right corner (1024 wide, no window manager to
+        // honour a gravity), as wide as a banner is.
+        #expect(Self.lines(out).contains("placed: 632 12 380"), "\(Self.lines(out))")
 
         // Do Not Disturb holds a banner back (the list has it); a critical
         // one still shows, and its button, pressed, reaches the sender and
@@ -79,11 +82,15 @@ import TodayProtocol
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dnd", "off"])
 
         // Three at once, newest on top; the fourth waits its turn.
-        let second = try await notify(["Second", "--app", "Files", "--progress", "40", "--action", "cancel=Cancel"])
+        let second = try await notify([
+            "Second", "A body long enough to need three or four lines where it wraps, which must not make the banner any wider than the others",
+            "--app", "Files", "--progress", "40", "--action", "cancel=Cancel",
+        ])
         let third = try await notify(["Third", "--app", "Messages"])
         let fourth = try await notify(["Fourth", "--app", "Mail"])
         #expect(try await shows("banners: \(third) \(second) \(first) queued: \(fourth)"), "\(Self.lines(out))")
         #expect(try await shows("picture: 3 banners"))
+        #expect(Self.lines(out).last { $0.hasPrefix("placed: ") } == "placed: 632 12 380", "\(Self.lines(out))")
         // Dismissed from the list: its banner goes, and the waiting one shows.
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dismiss", first])
         #expect(try await shows("banners: \(fourth) \(third) \(second) queued: "), "\(Self.lines(out))")
