@@ -489,8 +489,8 @@ final class TodayView {
     }
 
     /// Runs `body` once the window is mapped and at least `height` pixels
-    /// high, in the frame after that (every 50 ms it looks; after 3 s it
-    /// runs anyway).
+    /// high, and a frame later (every 50 ms it looks; after 3 s it runs
+    /// anyway).
     private func whenLaidOut(height: Int32, _ body: @escaping () -> Void) {
         guard let window else { return }
         var waited: UInt32 = 0
@@ -499,10 +499,10 @@ final class TodayView {
             let ready = gtk_widget_get_mapped(window) != 0 && gtk_widget_get_allocated_width(window) > 1
                 && gtk_widget_get_allocated_height(window) >= height
             guard ready || waited >= 3000 else { return true }
-            // In the next frame's after-paint, just after its layout: a
-            // card changed meanwhile (an update arriving) leaves a resize
-            // pending, and GTK draws nothing of a widget waiting for one.
-            if gtk_widget_get_mapped(window) != 0 { afterNextFrame(of: window, body) } else { body() }
+            every(milliseconds: 50) {
+                body()
+                return false
+            }
             return false
         }
     }
