@@ -89,7 +89,9 @@ import Testing
                 return 3600
             })
         defer { timer.stop() }
-        _ = try await eventually(1) { fired.value >= 1 }
+        // Set only once the timer is armed: a clock set before that cancels
+        // nothing, and the timer would rightly sleep its hour.
+        _ = try await eventually(1) { fired.value >= 1 && timer.isArmed }
         #expect(fired.value == 1)
         #expect(Self.setTheClockToItself())
         _ = try await eventually(2) { fired.value >= 2 }

@@ -42,6 +42,10 @@ final class WallClockTimer: DueTimer {
         }
     }
 
+    /// Whether the timer is set (after `fire` returned and the kernel took
+    /// the time): from then on, setting the clock wakes it.
+    var isArmed: Bool { deadline.load(ordering: .acquiring).isFinite }
+
     /// Runs `fire` again now; nothing once stopped.
     func poke() {
         guard !stopped.load(ordering: .sequentiallyConsistent) else { return }
