@@ -358,6 +358,7 @@ func G_TYPE_FROM_INSTANCE_TYPE(_ widget: Widget) -> GType {
 /// Draws `widget` once, as GTK draws it on screen, into a PNG at `path`
 /// (written beside it and renamed over it: a reader sees a whole picture).
 func savePNG(of widget: Widget, to path: String) -> Bool {
+    layOutNow(widget)
     let width = gtk_widget_get_allocated_width(widget), height = gtk_widget_get_allocated_height(widget)
     guard width > 1, height > 1, let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height) else { return false }
     defer { cairo_surface_destroy(surface) }
@@ -372,6 +373,22 @@ func savePNG(of widget: Widget, to path: String) -> Bool {
     } catch {
         return false
     }
+}
+
+/// Lays `widget` out again at the size it has, as the next frame would:
+/// a change since the last frame (a card updated, a row added) leaves it
+/// waiting for that, and GTK draws nothing of a widget in that state.
+private func layOutNow(_ widget: Widget) {
+    var allocation = GtkAllocation()
+    gtk_widget_get_allocation(widget, &allocation)
+    // Asked first: GTK lays out no widget whose size it has not asked.
+    var minimum: Int32 = 0
+    var natural: Int32 = 0
+    gtk_widget_get_preferred_width(widget, &minimum, &natural)
+    allocation.width = max(allocation.width, minimum)
+    gtk_widget_get_preferred_height_for_width(widget, allocation.width, &minimum, &natural)
+    allocation.height = max(allocation.height, minimum)
+    gtk_widget_size_allocate(widget, &allocation)
 }
 
 /// The size a card icon's file had, kept on the image for `cardIcons`.
