@@ -260,5 +260,5 @@ extension StringProtocol {
     /// Without the white space at either end: the scalars with the Unicode
     /// White_Space property, which are those of Foundation's
     /// `.whitespacesAndNewlines`.
-    func trimmingWhitespace() -> String { trimmingScalars { $0.properties.isWhitespace } }
+    package func trimmingWhitespace() -> String { trimmingScalars { $0.properties.isWhitespace } }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The icon a widget's card shows (SPEC section 13): the container app's
 /// `CFBundleIconFile` (`IconPath`); else the icon of the app's desktop entry

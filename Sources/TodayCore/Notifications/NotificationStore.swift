@@ -65,7 +65,7 @@ final class NotificationStore: Sendable {
     func load() -> (lastID: UInt32, notifications: [TodayNotification]) {
         var lastID: UInt32 = 0
         if let text = try? String(contentsOfFile: folder + "/last-id", encoding: .utf8) {
-            lastID = UInt32(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            lastID = UInt32(text.trimmingWhitespace()) ?? 0
         }
         var kept: [UInt32: TodayNotification] = [:]
         var rewrite = false

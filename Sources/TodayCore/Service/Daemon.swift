@@ -4,6 +4,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Posix
+import PropertyList
 import Synchronization
 import TodayProtocol
 
@@ -281,7 +282,7 @@ func notificationServer(_ standing: NameOwnership.Standing, on connection: Conne
     guard let pid = try? await connection.credentials(of: owner).processID,
         let program = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
     else { return "queued \(owner)" }
-    return "queued \(owner) (\(program.trimmingCharacters(in: .whitespacesAndNewlines)))"
+    return "queued \(owner) (\(program.trimmingWhitespace()))"
 }
 
 /// What the daemon's main loop waits for.
