@@ -294,7 +294,8 @@ import TodayProtocol
             }])
         portal.objects.export(ObjectPath("/org/freedesktop/portal/desktop"), [exported])
         _ = try await portal.requestName(BusName("org.freedesktop.portal.Desktop"), flags: .doNotQueue)
-        #expect(try await Self.brightness(try await Self.render(daemon.address).png) < 100, "the portal prefers dark")
+        let preferred = try await Self.render(daemon.address)
+        #expect(try await Self.brightness(preferred.png) < 100, "the portal prefers dark; the view said: \(preferred.errors)")
 
         let later = try await Self.render(daemon.address, delay: 4) { _ in
             scheme.withLock { $0 = 2 }
