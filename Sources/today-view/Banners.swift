@@ -32,6 +32,9 @@ final class Banners {
     var status: Int32 = 0
 
     private var showing: [NotificationEntry] = []
+    /// Each shown banner's row and what it shows: one whose notification
+    /// did not change is kept when another comes or goes.
+    private var rows: [UInt32: (entry: NotificationEntry, row: Widget)] = [:]
     private var queued: [NotificationEntry] = []
     private var window: Widget?
     private var list: Widget?
@@ -287,14 +290,34 @@ final class Banners {
 
     private func redraw() {
         guard let window, let list else { return }
+        var kept: [UInt32: Widget] = [:]
+        for entry in showing {
+            guard let old = rows[entry.id], old.entry == entry else { continue }
+            // Held while out of the list, which would otherwise free it.
+            g_object_ref(raw(old.row))
+            gtk_container_remove(cast(list), old.row)
+            kept[entry.id] = old.row
+        }
         for row in children(list) { gtk_widget_destroy(row) }
         let now = Date()
+        var next: [UInt32: (entry: NotificationEntry, row: Widget)] = [:]
+        var made = 0
         for entry in showing {
+            if let row = kept[entry.id] {
+                gtk_list_box_insert(cast(list), row, -1)
+                g_object_unref(raw(row))
+                next[entry.id] = (entry, row)
+                continue
+            }
             let row = notificationRow(entry, now: now, controls: controls)
             // Long lines wrap within the banner's width instead of widening it.
             limitNaturalWidth(of: row, characters: 36)
             gtk_list_box_insert(cast(list), row, -1)
+            next[entry.id] = (entry, row)
+            made += 1
         }
+        rows = next
+        if describe, !showing.isEmpty { FileSystem.writeAll(1, "rows: \(made) made, \(showing.count - made) kept\n") }
         if showing.isEmpty {
             gtk_widget_hide(window)
             idleSince = now

@@ -94,6 +94,10 @@ import TodayProtocol
         // Dismissed from the list: its banner goes, and the waiting one shows.
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dismiss", first])
         #expect(try await shows("banners: \(fourth) \(third) \(second) queued: "), "\(Self.lines(out))")
+        // Only the banner that came in is made; the two that stay keep their rows.
+        let afterDismiss = Self.lines(out)
+        let dismissed = afterDismiss.firstIndex(of: "banners: \(fourth) \(third) \(second) queued: ") ?? 0
+        #expect(afterDismiss[..<dismissed].last { $0.hasPrefix("rows: ") } == "rows: 1 made, 2 kept", "\(afterDismiss)")
         // The reply field: typed into and sent, it reaches the sender.
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "clear"])
         #expect(try await shows("banners:  queued: "), "\(Self.lines(out))")
