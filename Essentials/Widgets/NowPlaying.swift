@@ -152,7 +152,9 @@ public final class NowPlayingProvider: BusWidgetProvider {
     private let reloader = Reloader(kind: kind)
 
     public init() throws {
-        session = try Connection.session()
+        // The connection the provider is served on: a track change's
+        // reload request leaves from the thread that heard it.
+        session = try BusProviderHost.connection()
         try session.subscribeBlocking(
             MatchRule(path: Self.path, interface: .properties, member: MemberName("PropertiesChanged"), arg0: Self.playerInterface.rawValue)
         ) { [self] message in

@@ -71,6 +71,15 @@ extension BusWidgetProvider {
 
 /// Serves a `BusWidgetProvider` at `/io/github/todayd/Today1/Provider`.
 public enum BusProviderHost {
+    /// The connection the provider is served on, to the session bus. A
+    /// provider that follows something on the same bus (a player's
+    /// signals) subscribes through it: its `reloadTimelines` then leaves
+    /// from the thread that heard the change, with no hand-over to another
+    /// connection's thread.
+    public static func connection() throws -> Connection {
+        try TodayBus.shared.connection()
+    }
+
     /// Exports the Provider interface on the session bus, takes `name`,
     /// and answers todayd's calls until the bus goes away (then returns).
     /// Throws when the name cannot be had (another copy serves it).

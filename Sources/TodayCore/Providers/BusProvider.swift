@@ -17,22 +17,30 @@ struct BusProvider {
     var context: VariantDictionary?
 
     func run(previous: PlistDictionary) async -> ProviderOutcome {
-        guard let previous = VariantDictionary(ValueMapping.dbus(previous)) else { return .failed(.noProvider) }
+        await withCheckedContinuation { continuation in run(previous: previous) { continuation.resume(returning: $0) } }
+    }
+
+    /// `run` for callers that wait without a task: the call leaves from
+    /// this thread, and `done` gets the outcome on the connection's loop
+    /// thread, exactly once.
+    func run(previous: PlistDictionary, done: @escaping @Sendable (ProviderOutcome) -> Void) {
+        guard let previous = VariantDictionary(ValueMapping.dbus(previous)) else { return done(.failed(.noProvider)) }
         switch (timeline, context) {
-        case (true, let context?): return await call(Today.Provider.getTimelineIn, context, previous)
-        case (true, nil): return await call(Today.Provider.getTimeline, previous)
-        case (false, let context?): return await call(Today.Provider.performUpdateIn, context, previous)
-        case (false, nil): return await call(Today.Provider.performUpdate, previous)
+        case (true, let context?): call(Today.Provider.getTimelineIn, context, previous, done: done)
+        case (true, nil): call(Today.Provider.getTimeline, previous, done: done)
+        case (false, let context?): call(Today.Provider.performUpdateIn, context, previous, done: done)
+        case (false, nil): call(Today.Provider.performUpdate, previous, done: done)
         }
     }
 
-    /// `PerformAction(action_id, arguments, previous_snapshot)` (SPEC section 10).
-    func runAction(_ id: String, arguments: PlistDictionary, previous: PlistDictionary) async -> ProviderOutcome {
+    /// `PerformAction(action_id, arguments, previous_snapshot)` (SPEC
+    /// section 10); `done` as `run`'s.
+    func runAction(_ id: String, arguments: PlistDictionary, previous: PlistDictionary, done: @escaping @Sendable (ProviderOutcome) -> Void) {
         guard let arguments = VariantDictionary(ValueMapping.dbus(arguments)), let previous = VariantDictionary(ValueMapping.dbus(previous)) else {
-            return .failed(.noProvider)
+            return done(.failed(.noProvider))
         }
-        if let context { return await call(Today.Provider.performActionIn, context, id, arguments, previous) }
-        return await call(Today.Provider.performAction, id, arguments, previous)
+        if let context { return call(Today.Provider.performActionIn, context, id, arguments, previous, done: done) }
+        call(Today.Provider.performAction, id, arguments, previous, done: done)
     }
 
     /// The context of `instance` for the `…In` methods.
@@ -46,14 +54,24 @@ struct BusProvider {
     /// Calls `method` of the Provider interface and reads its answer: `(s
     /// result, a{sv} snapshot)`, or for GetTimeline `(s result, aa{sv}
     /// entries, a{sv} policy)`.
-    private func call<each Input: DBusArgument>(_ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input) async -> ProviderOutcome {
-        guard let bus = BusName(rawValue: name) else { return .failed(.noProvider) }
+    private func call<each Input: DBusArgument>(
+        _ method: MethodDeclaration<repeat each Input>, _ inputs: repeat each Input, done: @escaping @Sendable (ProviderOutcome) -> Void
+    ) {
+        guard let bus = BusName(rawValue: name) else { return done(.failed(.noProvider)) }
         let isTimeline = [Today.Provider.getTimeline.method.name, Today.Provider.getTimelineIn.method.name].contains(method.method.name)
-        let arguments = method.values(repeat each inputs)
+        connection.call(
+            bus, path: Today.providerPath, interface: Today.provider.name, member: method.method.name, method.values(repeat each inputs),
+            timeout: timeout
+        ) { result in
+            done(Self.outcome(of: result, isTimeline: isTimeline))
+        }
+    }
+
+    /// What a provider's reply (or the call's failure) comes to.
+    private static func outcome(of result: Result<Message, any Error>, isTimeline: Bool) -> ProviderOutcome {
         let reply: Message
         do {
-            reply = try await connection.call(
-                bus, path: Today.providerPath, interface: Today.provider.name, member: method.method.name, arguments, timeout: timeout)
+            reply = try result.get()
         } catch let error as DBusError {
             switch error.name {
             case .noReply, .timeout: return .failed(.timeout)

@@ -59,9 +59,8 @@ extension TodayService {
                     catalog.reload()
                     return []
                 },
-                Center.reloadTimelines.task { call, widget in
-                    try await widgets.reloadTimelines(call, widget: widget)
-                    return []
+                Center.reloadTimelines.deferred { call, answer, widget in
+                    try widgets.reloadTimelines(call, widget: widget, answer: answer)
                 },
                 Center.reloadAllTimelines.task { call in
                     try await widgets.reloadAllTimelines(call)

@@ -1,4 +1,5 @@
 import DBus
+import Dispatch
 import FoundationEssentials
 import Glibc
 import PropertyList
@@ -139,13 +140,16 @@ extension WidgetService {
             let provider = BusProvider(
                 connection: connection, name: name, timeout: .seconds(Int(manifest.updateTimeout)), timeline: manifest.timeline,
                 context: manifest.configurable ? BusProvider.context(instance) : nil)
-            Task {
-                if let action {
-                    let arguments: PlistDictionary = action.state.map { ["state": .boolean($0)] } ?? [:]
-                    done(await provider.runAction(action.id, arguments: arguments, previous: previous))
-                } else {
-                    done(await provider.run(previous: previous))
-                }
+            // The call leaves from this thread, with no task in between;
+            // its answer comes on the connection's loop thread, which
+            // never waits on a disk: the outcome is recorded (the snapshot
+            // written) on a dispatch worker.
+            let recorded: @Sendable (ProviderOutcome) -> Void = { outcome in DispatchQueue.global().async { done(outcome) } }
+            if let action {
+                let arguments: PlistDictionary = action.state.map { ["state": .boolean($0)] } ?? [:]
+                provider.runAction(action.id, arguments: arguments, previous: previous, done: recorded)
+            } else {
+                provider.run(previous: previous, done: recorded)
             }
             return
         }

@@ -91,14 +91,32 @@ extension WidgetService {
     /// widget kind, by the widget or its container app, sharing runs under
     /// way. It answers once the updates have started, as WidgetCenter's
     /// call returns at once; the outcome is in `Updated` and the properties.
-    func reloadTimelines(_ call: MethodCall, widget id: BundleID) async throws {
+    /// A caller already known (a provider that follows something calls at
+    /// every change) is served on the connection's loop thread, with no
+    /// task in between; a connection's first call finds out who it is.
+    func reloadTimelines(_ call: MethodCall, widget id: BundleID, answer: PendingAnswer) throws {
         let widget = try widget(id)
         let container = widget.data.withLock { $0.manifest.containerBundleIdentifier }
-        let caller = try await callerBundle(call, for: "ReloadTimelines")
-        guard caller == id.rawValue || caller == container.rawValue else {
-            throw TodayError.notEntitled("'\(caller)' may not reload the timeline of '\(id)': only the widget or its container app '\(container)' may")
+        let reload = { [self] (caller: String) throws in
+            guard caller == id.rawValue || caller == container.rawValue else {
+                throw TodayError.notEntitled("'\(caller)' may not reload the timeline of '\(id)': only the widget or its container app '\(container)' may")
+            }
+            for instance in instances(of: id) { performUpdate(instance.id, fresh: true) { _ in } }
         }
-        for instance in instances(of: id) { performUpdate(instance.id, fresh: true) { _ in } }
+        if let known = identities.knownCaller(of: call) {
+            guard let caller = known.bundleID else { throw TodayError.notRegistered("ReloadTimelines") }
+            try reload(caller)
+            answer.succeed([])
+            return
+        }
+        Task {
+            do {
+                try reload(try await callerBundle(call, for: "ReloadTimelines"))
+                answer.succeed([])
+            } catch {
+                answer.fail(error)
+            }
+        }
     }
 
     /// ReloadAllTimelines: every widget of the caller's container app (the
