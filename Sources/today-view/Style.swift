@@ -1,5 +1,6 @@
 import DBus
 import FoundationEssentials
+import TodayCore
 
 /// Light or dark: what the user asked for (`--style`), else what the
 /// desktop prefers (the XDG settings portal's `color-scheme`), followed
@@ -34,10 +35,18 @@ enum Style: String {
                 else { return }
                 apply(dark)
             }
-            let reply = try? await connection.call(
-                portal, path: portalPath, interface: settings, member: MemberName("Read"),
-                [.string("org.freedesktop.appearance"), .string("color-scheme")], timeout: .seconds(2))
-            if let value = try? reply?.value(Variant.self, answering: "Read"), let dark = colorScheme(value.value) { apply(dark) }
+            // A portal that is there answers at once; a busy machine can
+            // take a while, and the first picture waits for it.
+            do {
+                let reply = try await connection.call(
+                    portal, path: portalPath, interface: settings, member: MemberName("Read"),
+                    [.string("org.freedesktop.appearance"), .string("color-scheme")], timeout: .seconds(10))
+                if let value = try? reply.value(Variant.self, answering: "Read"), let dark = colorScheme(value.value) { apply(dark) }
+            } catch let error as DBusError where error.name == .noReply || error.name == .timeout {
+                FileSystem.writeAll(2, "today-view: the settings portal did not answer within 10 s; light or dark as GTK has it\n")
+            } catch {
+                // No portal, or no such setting: GTK's own.
+            }
             known()
         }
     }

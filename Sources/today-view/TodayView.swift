@@ -71,6 +71,10 @@ final class TodayView {
         var updated: Widget
         var controls: [String: (widget: Widget, isToggle: Bool)]
     }
+    /// Rows made while the notifications are still being read (`prepare`),
+    /// each with whether it was made half of a line; the next `redraw`
+    /// takes those of unchanged cards and drops the rest.
+    private var prepared: [String: (row: CardRow, paired: Bool)] = [:]
     private var shotTaken = false
     /// Whether the picture is already waiting for the window to be laid out.
     private var shotScheduled = false
@@ -316,8 +320,10 @@ final class TodayView {
             // One after the other, the cards first: read at once, the cards'
             // round trips waited behind a long list's answer (with a
             // thousand notifications, the first frame came some 100 ms later).
-            // Both are put in together, so that one frame shows them.
+            // The cards' rows are made while the notifications are read, and
+            // both are put in together, so that one frame shows them.
             let fetchedCards = await Self.fetch(connection)
+            onMainLoop { [self] in MainActor.assumeIsolated { prepare(fetchedCards) } }
             let fetchedNotifications = await NotificationList.fetch(connection)
             onMainLoop { [self] in
                 MainActor.assumeIsolated {
@@ -519,6 +525,37 @@ final class TodayView {
         }
     }
 
+    /// Makes the rows of `fetched`'s cards that the view does not show as
+    /// they are, outside the window (so that no frame is drawn for them),
+    /// for the `redraw` that puts them in.
+    private func prepare(_ fetched: [TodayCard]?) {
+        guard let fetched else { return }
+        let now = Date()
+        for line in Self.lines(of: fetched.filter(\.isShown)) {
+            for card in line where rows[card.id]?.card != card && prepared[card.id]?.row.card != card {
+                let made = row(for: card, now: now, paired: line.count > 1)
+                // Held until a redraw puts it in or drops it.
+                g_object_ref_sink(raw(made.row))
+                if let old = prepared.updateValue((made, line.count > 1), forKey: card.id) { dropPrepared(old.row) }
+            }
+        }
+    }
+
+    /// The row made beforehand for `card` as it is, or nil.
+    private func takePrepared(_ card: TodayCard, paired: Bool) -> CardRow? {
+        guard let ready = prepared.removeValue(forKey: card.id) else { return nil }
+        guard ready.row.card == card, ready.paired == paired else {
+            dropPrepared(ready.row)
+            return nil
+        }
+        return ready.row
+    }
+
+    private func dropPrepared(_ row: CardRow) {
+        gtk_widget_destroy(row.row)
+        g_object_unref(raw(row.row))
+    }
+
     /// Puts `shown`'s rows in `list` in order: the row of a card that did
     /// not change is kept (taken out and put back where it now goes), the
     /// others made; with --describe, says how many of each.
@@ -552,6 +589,11 @@ final class TodayView {
                     entry = old
                     gtk_container_add(cast(holder), old.row)
                     g_object_unref(raw(old.row))
+                } else if let ready = takePrepared(card, paired: line.count > 1) {
+                    entry = ready
+                    made += 1
+                    gtk_container_add(cast(holder), entry.row)
+                    g_object_unref(raw(entry.row))
                 } else {
                     entry = self.row(for: card, now: now, paired: line.count > 1)
                     made += 1
@@ -565,6 +607,8 @@ final class TodayView {
         }
         // Kept for a card that is now shown twice: nothing holds it.
         for (_, old) in kept { g_object_unref(raw(old.row)) }
+        for (_, unused) in prepared { dropPrepared(unused.row) }
+        prepared = [:]
         rows = next
         cardLines = lines
         updatedLabels = shown.compactMap { card in next[card.id].map { ($0.updated, card) } }
