@@ -56,6 +56,17 @@ import TodayProtocol
         #expect(entry.plainBody == "Noon at & Co")
         #expect(entry.actions.map(\.key) == ["yes"] && entry.value == 40 && entry.time == 1_796_119_200_000_000 && entry.isOpen)
         #expect(NotificationEntry(["summary": .string("no id")]) == nil)
+        // A ListNotifications reply, read field by field, gives the same
+        // entries as each dictionary does; one without an id is left out.
+        var threaded = notification
+        threaded.id = 8
+        threaded.hints = VariantDictionary([("thread-id", .string("lunch")), ("placeholder", .string("Answer"))])
+        let reply = Value.array(
+            .dictionary(key: .string, value: .variant),
+            [.vardict(threaded.dictionary), .vardict([("summary", .string("no id"))]), .vardict(notification.dictionary)])
+        let listed = NotificationEntry.list(reply)
+        #expect(listed == [threaded, notification].compactMap { NotificationEntry(Value.vardict($0.dictionary).stringDictionary ?? [:]) })
+        #expect(listed.map(\.id) == [8, 7] && listed.first?.threadID == "lunch" && listed.first?.replyPlaceholder == "Answer")
 
         let none = NotificationCount(count: 0, unseen: 0, doNotDisturb: false, latest: [])
         let unseen = NotificationCount(count: 2, unseen: 1, doNotDisturb: false, latest: [entry, entry])
