@@ -585,20 +585,20 @@ final class TodayView {
             }
             for card in line {
                 let entry: CardRow
+                // A row held here (kept, or made beforehand) is let go once its line has it.
+                var held = true
                 if let old = kept.removeValue(forKey: card.id) {
                     entry = old
-                    gtk_container_add(cast(holder), old.row)
-                    g_object_unref(raw(old.row))
                 } else if let ready = takePrepared(card, paired: line.count > 1) {
                     entry = ready
                     made += 1
-                    gtk_container_add(cast(holder), entry.row)
-                    g_object_unref(raw(entry.row))
                 } else {
                     entry = self.row(for: card, now: now, paired: line.count > 1)
                     made += 1
-                    gtk_container_add(cast(holder), entry.row)
+                    held = false
                 }
+                gtk_container_add(cast(holder), entry.row)
+                if held { g_object_unref(raw(entry.row)) }
                 next[card.id] = entry
             }
             setAccessibleLabel(row, line.map(\.accessibilityLabel).joined(separator: "; "))
