@@ -1,6 +1,8 @@
 // libFuzzer target: bytes -> a value in D-Bus's wire format -> Notify's arguments
 // -> the posting todayd makes of them (hints, image-data above all, and the
-// body's markup) -> the list (NotificationBook) -> the stored form and back.
+// body's markup) -> the list (NotificationBook) -> the journal's record and
+// the stored form of earlier journals, and back. The bytes themselves are
+// also read as a journal, which must take them or leave them, never trap.
 // What is refused is refused with InvalidArgs; what is taken is kept whole,
 // an image at most 256×256.
 //
@@ -53,6 +55,8 @@ private let seeded: Void = {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzNotify(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     _ = seeded
+    // A journal a crash or a stranger left: whatever it holds, it is read or left out.
+    _ = NotificationStore.records(in: Data(bytes: bytes, count: count))
     guard case .structure(let arguments)? = try? Value(wireBytes: Data(bytes: bytes, count: count)),
         let (app, replaces, icon, summary, text, actions, hints, timeout) = notifyArguments(arguments)
     else { return 0 }
@@ -76,5 +80,7 @@ public func fuzzNotify(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let stored = kept.stored
     let again = TodayNotification(stored: stored)
     precondition(again == kept, "the stored form did not read back the same")
+    let record = NotificationStore.record(.put(kept))
+    precondition(NotificationStore.records(in: Data(record)).records == [.put(kept)], "the journal's record did not read back the same")
     return 0
 }

@@ -120,6 +120,13 @@ public final class Connection: @unchecked Sendable {
     /// True while the connection is open.
     public var isOpen: Bool { !shared.withLock { $0.closed } }
 
+    /// Whether messages have been read from the bus and not yet handled.
+    /// A handler on the loop thread that could answer at once can pass its
+    /// work on instead when they have, so that they do not wait behind it.
+    public var hasMessagesWaiting: Bool {
+        dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS
+    }
+
     /// Closes the connection: pending calls fail with `Disconnected`.
     public func close() {
         submit { [self] in shutDown() }

@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import PropertyList
 import TestSupport
@@ -14,6 +15,87 @@ import TodayProtocol
         TodayNotification(
             id: id, appID: "org.example.Chat", appName: "Chat", summary: summary, body: "<b>body</b>", urgency: .normal, category: "",
             time: Date(timeIntervalSince1970: 1_796_083_200), source: .freedesktop)
+    }
+
+    /// A notification with every field set, none at its default.
+    static func full(_ id: UInt32) -> TodayNotification {
+        var full = TodayNotification(
+            id: id, appID: "org.gnome.Maps", appName: "Maps ✈", summary: "Turn left", body: "in <b>200 m</b>", appIcon: "maps",
+            actions: [
+                .init(key: "default", label: "Open"),
+                .init(key: "app.route", label: "Route", gtkAction: "app.route", gtkTarget: .structure([.int32(-7), .string("home")])),
+            ],
+            urgency: .critical, category: "transfer", time: Date(timeIntervalSince1970: 1_796_083_200.123_456), source: .gtk)
+        full.isOpen = true
+        full.resident = true
+        full.transient = true
+        full.image = .init(width: 2, height: 1, rowstride: 8, hasAlpha: true, bitsPerSample: 8, channels: 4, data: Data([1, 2, 3, 4, 5, 6, 7, 8]))
+        full.imagePath = "/usr/share/icons/a.png"
+        full.imageFile = "/tmp/kept.png"
+        full.value = 40
+        full.hints = VariantDictionary([("x-count", .uint16(3)), ("sound-name", .string("bell"))])
+        full.expires = Date(timeIntervalSince1970: 1_796_083_210.5)
+        full.stackTag = "volume"
+        full.appNotificationID = "route-1"
+        full.gtkDefaultAction = "app.open"
+        full.gtkDefaultTarget = .uint64(9)
+        full.desktopEntry = "org.gnome.Maps"
+        return full
+    }
+
+    /// The record each Notify appends reads back as the notification it
+    /// was, every field; bytes that are not one are refused, not guessed.
+    @Test func aRecordReadsBackEveryField() throws {
+        let full = Self.full(7)
+        let bytes = NotificationStore.record(.put(full))
+        #expect(NotificationStore.records(in: Data(bytes)).records == [.put(full)])
+        let plain = Self.notification(8)
+        #expect(NotificationStore.records(in: Data(NotificationStore.record(.put(plain)))).records == [.put(plain)])
+        #expect(NotificationStore.records(in: Data(NotificationStore.record(.remove(9)))).records == [.remove(9)])
+
+        var record: [UInt8] = []
+        full.appendRecord(to: &record)
+        // A field cut short is refused, wherever the cut. (A cut between
+        // two fields is the journal's to catch: its length and checksum.)
+        var fieldEnds: Set<Int> = [0]
+        var offset = 0
+        while offset < record.count {
+            offset += 5 + Int(record[offset + 1]) + Int(record[offset + 2]) << 8 + Int(record[offset + 3]) << 16
+            fieldEnds.insert(offset)
+        }
+        #expect(offset == record.count)
+        for cut in 0..<record.count where !fieldEnds.contains(cut) {
+            #expect(record.prefix(cut).withUnsafeBytes { TodayNotification(record: $0) } == nil, "cut at \(cut)")
+        }
+        // A field a later todayd adds is passed over.
+        var later = record
+        later += [200, 3, 0, 0, 0, 1, 2, 3]
+        #expect(later.withUnsafeBytes { TodayNotification(record: $0) } == full)
+        // A known field of the wrong size, or text that is not UTF-8, is not a record todayd wrote.
+        var wrongSize = record
+        wrongSize += [7, 2, 0, 0, 0, 1, 1]  // urgency, two bytes
+        #expect(wrongSize.withUnsafeBytes { TodayNotification(record: $0) } == nil)
+        var notText = record
+        notText += [6, 2, 0, 0, 0, 0xC3, 0x28]  // the body, not UTF-8
+        #expect(notText.withUnsafeBytes { TodayNotification(record: $0) } == nil)
+    }
+
+    /// The journals earlier versions wrote, of property lists, read as before.
+    @Test func anEarlierJournalStillReads() throws {
+        func plistRecord(_ value: PlistDictionary) throws -> Data {
+            let payload = try Plist.write(.dictionary(value), format: .binary)
+            var data = Data()
+            withUnsafeBytes(of: UInt32(payload.count).littleEndian) { data.append(contentsOf: $0) }
+            let sum = payload.withUnsafeBytes { NotificationStore.checksum($0) }
+            withUnsafeBytes(of: sum.littleEndian) { data.append(contentsOf: $0) }
+            return data + payload
+        }
+        let full = Self.full(3)
+        let journal = try plistRecord(["put": .dictionary(full.stored)]) + plistRecord(["put": .dictionary(Self.notification(4).stored)])
+            + plistRecord(["remove": .integer(4)]) + Data(NotificationStore.record(.put(Self.notification(5))))
+        let (records, good) = NotificationStore.records(in: journal)
+        #expect(records == [.put(full), .put(Self.notification(4)), .remove(4), .put(Self.notification(5))])
+        #expect(good == journal.count)
     }
 
     func store(_ home: URL) -> NotificationStore {

@@ -1,21 +1,68 @@
 /* notify-floor: the fastest a notification server answers on this machine,
  * the floor todayd's Notify is measured against.
  *
- *   notify-floor
+ *   notify-floor [--keep FILE]
  *
  * Owns org.freedesktop.Notifications on the session bus
  * (DBUS_SESSION_BUS_ADDRESS) and answers Notify(susssasa{sv}i) with the
  * next number of a counter, reading nothing of the notification, keeping
  * nothing and showing nothing; GetServerInformation says who it is, and
- * anything else is UnknownMethod. Ends when the bus goes away. */
+ * anything else is UnknownMethod. Ends when the bus goes away.
+ *
+ * With --keep, the least a server that keeps a list of 1,000 must do (SPEC
+ * section 14): each notification is appended to FILE with one write()
+ * before the answer (its id and the message as D-Bus marshals it), and once
+ * 1,000 are kept, NotificationClosed(id, 4) goes out for the oldest after
+ * each answer. */
 #include "notify-name.h"
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KEPT 1000
+
+/* Appends the notification `message` as `id` to `file` in one write();
+ * 0 where it could not. */
+static int keep(int file, dbus_uint32_t id, DBusMessage *message) {
+    char *bytes = NULL;
+    int length = 0;
+    if (!dbus_message_marshal(message, &bytes, &length)) return 0;
+    size_t size = 8 + (size_t)length;
+    unsigned char *record = malloc(size);
+    if (!record) {
+        dbus_free(bytes);
+        return 0;
+    }
+    uint32_t header[2] = {id, (uint32_t)length};
+    memcpy(record, header, 8);
+    memcpy(record + 8, bytes, (size_t)length);
+    dbus_free(bytes);
+    ssize_t written = write(file, record, size);
+    free(record);
+    return written == (ssize_t)size;
+}
 
 
-int main(void) {
+int main(int argc, char **argv) {
+    int file = -1;
+    if (argc == 3 && strcmp(argv[1], "--keep") == 0) {
+        file = open(argv[2], O_WRONLY | O_APPEND | O_CREAT | O_TRUNC, 0600);
+        if (file < 0) {
+            perror(argv[2]);
+            return 1;
+        }
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: notify-floor [--keep FILE]\n");
+        return 2;
+    }
     DBusConnection *bus = own_notifications_name("notify-floor");
     if (!bus) return 1;
     dbus_uint32_t counter = 0;
+    /* The ids kept, oldest first, as a ring. */
+    static dbus_uint32_t kept[KEPT];
+    size_t oldest = 0, count = 0;
     while (dbus_connection_read_write(bus, -1)) {
         DBusMessage *message;
         while ((message = dbus_connection_pop_message(bus))) {
@@ -23,11 +70,26 @@ int main(void) {
                 dbus_message_unref(message);
                 continue;
             }
-            DBusMessage *reply;
+            DBusMessage *reply, *closed = NULL;
             if (dbus_message_is_method_call(message, notifications_name, "Notify") && dbus_message_has_signature(message, "susssasa{sv}i")) {
-                reply = dbus_message_new_method_return(message);
                 counter = counter == UINT32_MAX ? 1 : counter + 1;
-                dbus_message_append_args(reply, DBUS_TYPE_UINT32, &counter, DBUS_TYPE_INVALID);
+                if (file >= 0 && !keep(file, counter, message)) {
+                    reply = dbus_message_new_error(message, DBUS_ERROR_FAILED, "notify-floor cannot keep the notification");
+                } else {
+                    reply = dbus_message_new_method_return(message);
+                    dbus_message_append_args(reply, DBUS_TYPE_UINT32, &counter, DBUS_TYPE_INVALID);
+                    if (file >= 0) {
+                        if (count == KEPT) {
+                            dbus_uint32_t id = kept[oldest], reason = 4;
+                            closed = dbus_message_new_signal("/org/freedesktop/Notifications", notifications_name, "NotificationClosed");
+                            dbus_message_append_args(closed, DBUS_TYPE_UINT32, &id, DBUS_TYPE_UINT32, &reason, DBUS_TYPE_INVALID);
+                            kept[oldest] = counter;
+                            oldest = (oldest + 1) % KEPT;
+                        } else {
+                            kept[(oldest + count++) % KEPT] = counter;
+                        }
+                    }
+                }
             } else if (dbus_message_is_method_call(message, notifications_name, "GetServerInformation")) {
                 const char *who = "notify-floor", *version = "1", *spec = "1.2";
                 reply = dbus_message_new_method_return(message);
@@ -38,6 +100,10 @@ int main(void) {
             }
             if (!dbus_message_get_no_reply(message)) dbus_connection_send(bus, reply, NULL);
             dbus_message_unref(reply);
+            if (closed) {
+                dbus_connection_send(bus, closed, NULL);
+                dbus_message_unref(closed);
+            }
             dbus_message_unref(message);
         }
     }

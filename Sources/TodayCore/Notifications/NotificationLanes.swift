@@ -48,6 +48,12 @@ final class NotificationLanes: Sendable {
         self.turnLength = turnLength
     }
 
+    /// Whether `sender` has no call waiting or running: one answered now
+    /// overtakes nothing of its own.
+    func isIdle(_ sender: String) -> Bool {
+        lanes.withLock { $0[sender] == nil }
+    }
+
     /// Queues `work` in `sender`'s lane and starts the lane where it is
     /// idle; false, and nothing queued, where the lane is full.
     func enqueue(_ sender: String, _ work: @escaping Work) -> Bool {

@@ -12,8 +12,7 @@ extension NotificationService {
             bindings: [
                 F.notify.deferred { call, answer, appName, replaces, appIcon, summary, body, actions, hints, timeout in
                     let service = try late.get()
-                    try service.inTurn(call, answer) {
-                        let caller = await service.callerApp(call)
+                    let post = { @Sendable (caller: String?) throws -> ([Value], Posted) in
                         // Counted before it is read: beyond the rate, a
                         // notification costs no parsing.
                         try service.admit(Self.appID(caller: caller, appName: appName, hints: hints))
@@ -22,6 +21,11 @@ extension NotificationService {
                             hints: hints, timeout: timeout, caller: caller)
                         let posted = try service.post(posting)
                         return ([.uint32(posted.id)], posted)
+                    }
+                    if let caller = service.answersAtOnce(call, hints: hints) {
+                        service.atOnce(answer) { try post(caller.bundleID) }
+                    } else {
+                        try service.inTurn(call, answer) { try post(await service.callerApp(call)) }
                     }
                 },
                 F.closeNotification.immediate { _, id in

@@ -22,10 +22,14 @@ import TodayProtocol
 /// renamed over the journal.
 ///
 /// Each record is its length and an FNV-1a checksum (both 32-bit, little
-/// endian), then a binary property list: `{put: notification}` or
-/// `{remove: id}`. Reading stops at the first record that is cut short or
-/// does not match its checksum (a power cut in the middle of a write): what
-/// came before is kept, the rest is cut off, and the log says so.
+/// endian), then its kind and what it holds: 1 and a notification's record
+/// (`TodayNotification.appendRecord`), or 2 and the id removed (32-bit,
+/// little endian). The journals of earlier versions hold binary property
+/// lists instead (`{put: notification}`, `{remove: id}`), which are still
+/// read. Reading stops at the first record that is cut short or does not
+/// match its checksum (a power cut in the middle of a write): what came
+/// before is kept, the rest is cut off, and the log says so. What one change
+/// appends (a notification put and the oldest one removed) is one write().
 final class NotificationStore: Sendable {
     let folder: String
     private let log: Logger
@@ -118,7 +122,16 @@ final class NotificationStore: Sendable {
     /// Appends `notification` (put in place of what it replaces); throws
     /// where it cannot be kept, and then nothing of it is in the journal.
     func save(_ notification: TodayNotification) throws {
-        try append(Self.record(.put(notification)))
+        try keep([.put(notification)])
+    }
+
+    /// Appends `records` in one write; throws where they cannot be kept,
+    /// and then none of them is in the journal.
+    func keep(_ records: [Record]) throws {
+        guard !records.isEmpty else { return }
+        var bytes: [UInt8] = []
+        for record in records { Self.append(record, to: &bytes) }
+        try append(bytes, count: records.count)
     }
 
     /// Keeps `id` as the last id reserved, durably, unless a later one is
@@ -171,24 +184,25 @@ final class NotificationStore: Sendable {
     /// Appends the removal of notification `id`.
     func forget(_ id: UInt32) {
         do {
-            try append(Self.record(.remove(id)))
+            try keep([.remove(id)])
         } catch {
             log.warning("cannot remove notification \(id) from \(folder)/\(Self.journalName): \(error)")
         }
     }
 
-    private func append(_ record: Data) throws {
+    /// Appends `bytes`, `count` whole records, in one write.
+    private func append(_ bytes: [UInt8], count: Int) throws {
         let rewrite = try journal.withLock { journal in
             let file = try open(&journal)
             do throws(Errno) {
-                try file.write(all: record)
+                try file.write(all: bytes)
             } catch {
                 // Nothing half-written stays at the end (ENOSPC, EIO).
                 try? file.truncate(to: journal.size)
                 throw DurableFile.Failure(path: folder + "/" + Self.journalName, operation: "write", error: error)
             }
-            journal.size += record.count
-            journal.appended += 1
+            journal.size += bytes.count
+            journal.appended += count
             guard journal.appended > 4 * max(journal.lastRewrite, 1000), !journal.rewriting else { return false }
             journal.rewriting = true
             return true
@@ -219,7 +233,7 @@ final class NotificationStore: Sendable {
             return
         }
         do {
-            try DurableFile.write(Self.journal(of: notifications), to: next)
+            try DurableFile.write(Data(Self.journal(of: notifications)), to: next)
             try journal.withLock { journal in
                 defer { journal.rewriting = false }
                 // What was appended since the point goes after the list
@@ -261,17 +275,17 @@ final class NotificationStore: Sendable {
     /// Replaces the journal with one put of each of `notifications`,
     /// durably, and appends to that from now on.
     private func rewriteJournal(_ notifications: [TodayNotification], _ journal: inout Journal) throws {
-        try DurableFile.write(Self.journal(of: notifications), to: folder + "/" + Self.journalName)
+        try DurableFile.write(Data(Self.journal(of: notifications)), to: folder + "/" + Self.journalName)
         journal = Journal(file: nil, size: 0, appended: 0, lastRewrite: notifications.count)
     }
 
     // MARK: Records
 
     /// A journal that holds `notifications` alone: one put of each.
-    static func journal(of notifications: [TodayNotification]) -> Data {
-        var data = Data()
-        for notification in notifications { data.append(record(.put(notification))) }
-        return data
+    static func journal(of notifications: [TodayNotification]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for notification in notifications { append(.put(notification), to: &bytes) }
+        return bytes
     }
 
     enum Record: Equatable {
@@ -279,61 +293,86 @@ final class NotificationStore: Sendable {
         case remove(UInt32)
     }
 
-    /// `record` as it is appended: length, checksum, property list.
-    static func record(_ record: Record) -> Data {
-        let value: PlistDictionary =
-            switch record {
-            case .put(let notification): ["put": .dictionary(notification.stored)]
-            case .remove(let id): ["remove": .integer(Int64(id))]
-            }
-        // A dictionary of plist values always encodes.
-        let payload = (try? Plist.write(.dictionary(value), format: .binary)) ?? Data()
-        var data = Data(capacity: payload.count + 8)
-        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { data.append(contentsOf: $0) }
-        withUnsafeBytes(of: checksum(payload).littleEndian) { data.append(contentsOf: $0) }
-        data.append(payload)
-        return data
+    /// What a record holds, its first byte.
+    enum Kind: UInt8 {
+        case put = 1, remove = 2
+    }
+
+    /// `record` as it is appended: length, checksum, kind, what it holds.
+    static func record(_ record: Record) -> [UInt8] {
+        var bytes: [UInt8] = []
+        append(record, to: &bytes)
+        return bytes
+    }
+
+    static func append(_ record: Record, to bytes: inout [UInt8]) {
+        let header = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 8))
+        switch record {
+        case .put(let notification):
+            bytes.append(Kind.put.rawValue)
+            notification.appendRecord(to: &bytes)
+        case .remove(let id):
+            bytes.append(Kind.remove.rawValue)
+            withUnsafeBytes(of: id.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+        let payload = header + 8
+        let (length, sum) = bytes.withUnsafeBytes { raw in
+            let payload = UnsafeRawBufferPointer(rebasing: raw[payload...])
+            return (UInt32(truncatingIfNeeded: payload.count), checksum(payload))
+        }
+        withUnsafeBytes(of: length.littleEndian) { bytes.replaceSubrange(header..<header + 4, with: $0) }
+        withUnsafeBytes(of: sum.littleEndian) { bytes.replaceSubrange(header + 4..<header + 8, with: $0) }
     }
 
     /// The records in `data`, up to the first that is cut short, does not
     /// match its checksum or is not one todayd writes; and how many bytes
     /// those whole records take.
     static func records(in data: Data) -> (records: [Record], good: Int) {
-        var records: [Record] = []
-        var offset = data.startIndex
-        while data.endIndex - offset >= 8 {
-            let length = Int(word(data, at: offset))
-            let sum = word(data, at: offset + 4)
-            let start = offset + 8
-            guard length <= data.endIndex - start else { break }
-            let payload = data[start..<start + length]
-            guard checksum(payload) == sum, let value = (try? Plist.read(Data(payload)))?.dictionary else { break }
-            if let stored = value["put"]?.dictionary, let notification = TodayNotification(stored: stored) {
-                records.append(.put(notification))
-            } else if let id = value["remove"]?.int64, let removed = UInt32(exactly: id) {
-                records.append(.remove(removed))
-            } else {
-                break
+        data.withUnsafeBytes { raw in
+            var records: [Record] = []
+            var offset = 0
+            while raw.count - offset >= 8 {
+                let length = Int(UInt32(littleEndianBytes: raw, at: offset))
+                let sum = UInt32(littleEndianBytes: raw, at: offset + 4)
+                let start = offset + 8
+                guard length <= raw.count - start else { break }
+                let payload = UnsafeRawBufferPointer(rebasing: raw[start..<start + length])
+                guard checksum(payload) == sum, let record = record(in: payload) else { break }
+                records.append(record)
+                offset = start + length
             }
-            offset = start + length
+            return (records, offset)
         }
-        return (records, offset - data.startIndex)
     }
 
-    private static func word(_ data: Data, at offset: Int) -> UInt32 {
-        (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[offset + $1]) << (8 * UInt32($1)) }
+    /// The record a checked payload holds, in either form; nil where it
+    /// is not one todayd writes.
+    private static func record(in payload: UnsafeRawBufferPointer) -> Record? {
+        guard let first = payload.first else { return nil }
+        switch Kind(rawValue: first) {
+        case .put:
+            return TodayNotification(record: UnsafeRawBufferPointer(rebasing: payload.dropFirst())).map(Record.put)
+        case .remove:
+            guard payload.count == 5 else { return nil }
+            return .remove(UInt32(littleEndianBytes: payload, at: 1))
+        case nil:
+            // An earlier version's property list.
+            guard let value = (try? Plist.read(Data(payload)))?.dictionary else { return nil }
+            if let stored = value["put"]?.dictionary, let notification = TodayNotification(stored: stored) { return .put(notification) }
+            if let id = value["remove"]?.int64, let removed = UInt32(exactly: id) { return .remove(removed) }
+            return nil
+        }
     }
 
     /// 32-bit FNV-1a.
-    static func checksum(_ bytes: Data) -> UInt32 {
-        bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
-            var hash: UInt32 = 2_166_136_261
-            for byte in raw {
-                hash ^= UInt32(byte)
-                hash = hash &* 16_777_619
-            }
-            return hash
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var hash: UInt32 = 2_166_136_261
+        for byte in bytes {
+            hash ^= UInt32(byte)
+            hash = hash &* 16_777_619
         }
+        return hash
     }
 
     // MARK: Flushing

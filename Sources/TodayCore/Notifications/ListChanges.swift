@@ -1,0 +1,84 @@
+import Dispatch
+import Synchronization
+
+/// NotificationsChanged, sent at most once a `window`: a change after a
+/// quiet window goes out at once; changes that follow it within the window
+/// are gathered and go out together when it ends. A burst of notifications
+/// (an app catching up, a mail client syncing) costs its listeners and the
+/// bus one signal every few milliseconds rather than one a notification,
+/// and a lone change waits for nothing.
+///
+/// The ids are merged as a listener would apply them one by one: an id
+/// changed then removed is only removed (ids are never given again), and
+/// each appears once, in the order it first changed.
+final class ListChanges: Sendable {
+    typealias Send = @Sendable (_ changed: [UInt32], _ removed: [UInt32]) -> Void
+
+    private struct Gathered {
+        var changed: [UInt32] = []
+        var removed: [UInt32] = []
+        var changedSet: Set<UInt32> = []
+        var removedSet: Set<UInt32> = []
+        /// When the last signal went (DispatchTime's nanoseconds), 0 for never.
+        var lastSent: UInt64 = 0
+        /// A send at the end of the window is due: changes gather until it.
+        var due = false
+
+        mutating func add(changed: [UInt32], removed: [UInt32]) {
+            for id in removed where removedSet.insert(id).inserted {
+                self.removed.append(id)
+                if changedSet.remove(id) != nil { self.changed.removeAll { $0 == id } }
+            }
+            for id in changed where !removedSet.contains(id) && changedSet.insert(id).inserted {
+                self.changed.append(id)
+            }
+        }
+
+        mutating func take() -> (changed: [UInt32], removed: [UInt32]) {
+            defer { self = Gathered(lastSent: lastSent) }
+            return (changed, removed)
+        }
+    }
+
+    private let gathered = Mutex(Gathered())
+    private let window: UInt64
+    private let send: Send
+
+    /// `send` is called under this object's lock, so that signals leave in
+    /// the order of the changes; it must not come back here.
+    init(window: Duration = .milliseconds(5), send: @escaping Send) {
+        let (seconds, attoseconds) = window.components
+        self.window = UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
+        self.send = send
+    }
+
+    /// A change of the list: announced now, or at the end of the window.
+    func note(changed: [UInt32], removed: [UInt32]) {
+        let wait = gathered.withLock { gathered -> UInt64? in
+            gathered.add(changed: changed, removed: removed)
+            guard !gathered.due else { return nil }
+            let now = DispatchTime.now().uptimeNanoseconds
+            let since = now &- gathered.lastSent
+            if gathered.lastSent == 0 || since >= window {
+                let (changed, removed) = gathered.take()
+                gathered.lastSent = now
+                send(changed, removed)
+                return nil
+            }
+            gathered.due = true
+            return window - since
+        }
+        guard let wait else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: wait))) { [weak self] in
+            self?.sendGathered()
+        }
+    }
+
+    private func sendGathered() {
+        gathered.withLock { gathered in
+            let (changed, removed) = gathered.take()
+            gathered.lastSent = DispatchTime.now().uptimeNanoseconds
+            send(changed, removed)
+        }
+    }
+}
