@@ -200,13 +200,15 @@ final class NotificationService: Sendable {
     /// on the connection's loop thread rather than in its lane: nothing
     /// waits that it would overtake (the sender has no call in its lane,
     /// no other message has been read and not yet handled), its caller is
-    /// known already, and it carries no picture (compressing one is work
-    /// for a lane). Nil otherwise. A Notify from a quiet app then costs no
-    /// task and no thread's wake; under a flood the calls queue in their
-    /// lanes as before, so that no sender waits behind another's.
+    /// known already, it carries no picture (compressing one is work for a
+    /// lane), and an id is reserved for it (reserving one is a durable
+    /// write). Nil otherwise. A Notify from a quiet app then costs no task
+    /// and no thread's wake; under a flood the calls queue in their lanes
+    /// as before, so that no sender waits behind another's.
     func answersAtOnce(_ call: MethodCall, hints: VariantDictionary) -> Identities.Caller? {
         guard !call.connection.hasMessagesWaiting, lanes.isIdle(call.sender),
-            !hints.value.dictionaryEntries.contains(where: { Self.pictureHints.contains($0.key.string ?? "") })
+            !hints.value.dictionaryEntries.contains(where: { Self.pictureHints.contains($0.key.string ?? "") }),
+            book.withLock({ $0.lastID < $0.idsReserved })
         else { return nil }
         return identities.knownCaller(of: call)
     }
