@@ -224,9 +224,9 @@ struct FieldWriter {
     }
 
     /// A field whose bytes are fields of their own.
-    mutating func nested(_ tag: some RawRepresentable<UInt8>, _ write: (inout FieldWriter) -> Void) {
+    mutating func nested(_ tag: some RawRepresentable<UInt8>, _ fill: (inout FieldWriter) -> Void) {
         var inner = FieldWriter(bytes: [])
-        write(&inner)
+        fill(&inner)
         bytes(tag, inner.bytes)
     }
 
