@@ -255,7 +255,7 @@ struct FieldReader {
             return nil
         }
         let tag = bytes[offset]
-        let length = Int(UInt32(littleEndianBytes: bytes, at: offset + 1))
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 1, as: UInt32.self)))
         let start = offset + 5
         guard length <= bytes.count - start else {
             failed = true
@@ -271,15 +271,6 @@ struct FieldReader {
 
     static func integer<T: FixedWidthInteger>(_ payload: UnsafeRawBufferPointer) -> T? {
         guard payload.count == MemoryLayout<T>.size else { return nil }
-        var value = T.zero
-        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: payload) }
-        return T(littleEndian: value)
-    }
-}
-
-extension UInt32 {
-    /// The 32-bit little-endian number at `offset` of `bytes` (which holds four bytes there).
-    package init(littleEndianBytes bytes: UnsafeRawBufferPointer, at offset: Int) {
-        self = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * UInt32($1)) }
+        return T(littleEndian: payload.loadUnaligned(as: T.self))
     }
 }

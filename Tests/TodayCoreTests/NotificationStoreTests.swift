@@ -106,9 +106,9 @@ import TodayProtocol
         let home = try temporaryDirectory("journal")
         defer { try? FileManager.default.removeItem(at: home) }
         let first = store(home)
-        for id in 1...5 { try first.save(Self.notification(UInt32(id))) }
-        try first.save(Self.notification(2, "replaced"))
-        first.forget(4)
+        for id in 1...5 { try first.keep([.put(Self.notification(UInt32(id)))]) }
+        try first.keep([.put(Self.notification(2, "replaced"))])
+        try first.keep([.remove(4)])
         let (lastID, kept) = store(home).load()
         #expect(kept.map(\.id) == [1, 2, 3, 5])
         #expect(kept.first { $0.id == 2 }?.summary == "replaced")
@@ -119,7 +119,7 @@ import TodayProtocol
         let home = try temporaryDirectory("journal")
         defer { try? FileManager.default.removeItem(at: home) }
         let first = store(home)
-        for id in 1...3 { try first.save(Self.notification(UInt32(id))) }
+        for id in 1...3 { try first.keep([.put(Self.notification(UInt32(id)))]) }
         let path = first.folder + "/" + NotificationStore.journalName
         let whole = try Data(contentsOf: URL(fileURLWithPath: path))
         // Half of a fourth record, as a power cut in its write leaves it.
@@ -135,7 +135,7 @@ import TodayProtocol
         // Appends after a cut land after the good records.
         let again = store(home)
         _ = again.load()
-        try again.save(Self.notification(9))
+        try again.keep([.put(Self.notification(9))])
         #expect(store(home).load().notifications.map(\.id) == [1, 2, 9])
     }
 
@@ -166,8 +166,8 @@ import TodayProtocol
         // As the service does: the list changes, then its record is appended.
         for n in 0..<4100 {
             list.value = [Self.notification(1, "edit \(n)"), Self.notification(2, "other")]
-            try kept.save(Self.notification(1, "edit \(n)"))
-            if n == 0 { try kept.save(Self.notification(2, "other")) }
+            try kept.keep([.put(Self.notification(1, "edit \(n)"))])
+            if n == 0 { try kept.keep([.put(Self.notification(2, "other"))]) }
             largest = max(largest, size())
         }
         #expect(try await eventually(10) { size() < largest / 10 }, "\(size()) bytes after the rewrite, \(largest) before")

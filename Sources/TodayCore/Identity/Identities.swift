@@ -107,8 +107,10 @@ public final class Identities: Sendable {
         }
     }
 
-    /// Who the caller of `call` is.
+    /// Who the caller of `call` is: without a suspension where it is
+    /// known already (`knownCaller`).
     public func caller(of call: MethodCall) async throws -> Caller {
+        if let known = knownCaller(of: call) { return known }
         let sender = call.sender
         let credentials = try await self.credentials(of: sender, on: call.connection)
         guard credentials.userID == userID else { throw Self.foreignUser }

@@ -346,11 +346,9 @@ final class NotificationService: Sendable {
 
     /// Who the caller is, for the list's grouping (SPEC section 14): a
     /// Flatpak sender's app id, else the bundle of a provider or a
-    /// registered app; nil where it is none of those. A caller seen
-    /// before is looked up without a suspension.
+    /// registered app; nil where it is none of those.
     func callerApp(_ call: MethodCall) async -> String? {
-        if let known = identities.knownCaller(of: call) { return known.bundleID }
-        return (try? await identities.caller(of: call))?.bundleID
+        (try? await identities.caller(of: call))?.bundleID
     }
 
     // MARK: Carrying effects out

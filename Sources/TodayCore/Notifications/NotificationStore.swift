@@ -119,12 +119,6 @@ final class NotificationStore: Sendable {
         return (max(lastID, notifications.last?.id ?? 0), notifications)
     }
 
-    /// Appends `notification` (put in place of what it replaces); throws
-    /// where it cannot be kept, and then nothing of it is in the journal.
-    func save(_ notification: TodayNotification) throws {
-        try keep([.put(notification)])
-    }
-
     /// Appends `records` in one write; throws where they cannot be kept,
     /// and then none of them is in the journal.
     func keep(_ records: [Record]) throws {
@@ -178,15 +172,6 @@ final class NotificationStore: Sendable {
         let held = Set(kept.compactMap(\.imageFile))
         for name in FileSystem.entries(imageFolder) where !held.contains(imageFolder + "/" + name) {
             try? Files.unlink(imageFolder + "/" + name)
-        }
-    }
-
-    /// Appends the removal of notification `id`.
-    func forget(_ id: UInt32) {
-        do {
-            try keep([.remove(id)])
-        } catch {
-            log.warning("cannot remove notification \(id) from \(folder)/\(Self.journalName): \(error)")
         }
     }
 
@@ -333,12 +318,12 @@ final class NotificationStore: Sendable {
             var records: [Record] = []
             var offset = 0
             while raw.count - offset >= 8 {
-                let length = Int(UInt32(littleEndianBytes: raw, at: offset))
-                let sum = UInt32(littleEndianBytes: raw, at: offset + 4)
+                let length = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+                let sum = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
                 let start = offset + 8
                 guard length <= raw.count - start else { break }
                 let payload = UnsafeRawBufferPointer(rebasing: raw[start..<start + length])
-                guard checksum(payload) == sum, let record = record(in: payload) else { break }
+                guard checksum(payload) == sum, let record = decode(payload) else { break }
                 records.append(record)
                 offset = start + length
             }
@@ -348,14 +333,14 @@ final class NotificationStore: Sendable {
 
     /// The record a checked payload holds, in either form; nil where it
     /// is not one todayd writes.
-    private static func record(in payload: UnsafeRawBufferPointer) -> Record? {
+    private static func decode(_ payload: UnsafeRawBufferPointer) -> Record? {
         guard let first = payload.first else { return nil }
         switch Kind(rawValue: first) {
         case .put:
             return TodayNotification(record: UnsafeRawBufferPointer(rebasing: payload.dropFirst())).map(Record.put)
         case .remove:
             guard payload.count == 5 else { return nil }
-            return .remove(UInt32(littleEndianBytes: payload, at: 1))
+            return .remove(UInt32(littleEndian: payload.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
         case nil:
             // An earlier version's property list.
             guard let value = (try? Plist.read(Data(payload)))?.dictionary else { return nil }
