@@ -56,7 +56,7 @@ import TodayProtocol
         #expect(entry.plainBody == "Noon at & Co")
         #expect(entry.actions.map(\.key) == ["yes"] && entry.value == 40 && entry.time == 1_796_119_200_000_000 && entry.isOpen)
         #expect(NotificationEntry(["summary": .string("no id")]) == nil)
-        // A ListNotifications reply, read field by field, gives the same
+        // A ListNotifications reply, read as a list, gives the same
         // entries as each dictionary does; one without an id is left out.
         var threaded = notification
         threaded.id = 8
