@@ -308,4 +308,78 @@ import TodayProtocol
         let stored = try Plist.read(contentsOf: inside + "/cache/todayd/snapshots/\(id).plist")
         #expect(stored["TodaydTimeline"]?.array?.last?["snapshot"]?["title"]?.string == title)
     }
+
+    /// A Notify whose record cannot be written (a full disk) is refused
+    /// saying why, and nothing of it stays: not in the list, not in the
+    /// journal, not announced; with space again, notifications are kept.
+    @Test(.enabled(if: canUnshare, "needs root and unshare(1) to give todayd a private mount namespace with a small filesystem"))
+    func aNotificationThatCannotBeKeptIsRefused() async throws {
+        let bundles = try Self.bundles()
+        defer { bundles.remove() }
+        let home = try temporaryDirectory("full-notifications")
+        defer { try? FileManager.default.removeItem(at: home) }
+        // The state folder, where the list is kept, on a 1 MiB tmpfs in a
+        // mount namespace of todayd's own.
+        let disk = home.appendingPathComponent("disk")
+        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: home.path + "/state", withDestinationPath: disk.path + "/state")
+        let prepare = "mount -t tmpfs -o size=1m,mode=0700 tmpfs '\(disk.path)' && mkdir '\(disk.path)/state' && exec \"$@\""
+        let daemon = try TodayDaemon(
+            bundles: [bundles.path], home: home, launcher: ["/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", prepare, "sh"])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let inside = "/proc/\(daemon.process.processIdentifier)/root" + disk.path
+        let announced = Locked<[String]>([])
+        try await client.subscribe(MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name)) { message in
+            announced.withLock { $0.append("\(message.body)") }
+        }
+        typealias F = Notifications.Freedesktop
+        // Each record needs pages of its own (a body of 16 KiB).
+        let body = String(repeating: "x", count: 16 * 1024)
+        func notify(_ summary: String) async -> Result<UInt32, DBusError> {
+            do {
+                return .success(
+                    try await client.call(
+                        Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name, F.notify,
+                        "Mail", UInt32(0), "", summary, body, [String](), VariantDictionary([]), Int32(0)
+                    ).value(UInt32.self))
+            } catch let error as DBusError {
+                return .failure(error)
+            } catch {
+                return .failure(DBusError.failed("\(error)"))
+            }
+        }
+        var acknowledged: [UInt32] = []
+        for n in 1...3 { acknowledged.append(try await notify("kept \(n)").get()) }
+
+        let filler = inside + "/state/filler"
+        _ = try? await run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k", "count=100"])
+        #expect(try await eventually(5) { !announced.value.isEmpty })
+        try await Task.sleep(for: .milliseconds(100))
+        let heard = announced.value.count
+        guard case .failure(let refused) = await notify("not kept") else {
+            Issue.record("a Notify on a full disk was answered with an id")
+            return
+        }
+        #expect(refused.name.rawValue == "org.freedesktop.DBus.Error.Failed")
+        #expect(refused.message.contains("No space left on device") && refused.message.contains("nothing was posted"), "\(refused.message)")
+        let listed = try await NotificationServerTests.list(client)
+        #expect(listed.map { $0["id"]?.uint64 ?? 0 } == acknowledged.reversed().map(UInt64.init))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(announced.value.count == heard, "a notification taken back is not announced: \(announced.value.suffix(2))")
+
+        // Space again: the next is kept, with an id never given before.
+        try FileManager.default.removeItem(atPath: filler)
+        let next = try await notify("kept again").get()
+        #expect(next > acknowledged.max() ?? 0)
+        acknowledged.append(next)
+
+        // The journal holds exactly what was acknowledged.
+        var environment = TodayDaemon.environment(home: home)
+        environment["XDG_STATE_HOME"] = inside + "/state"
+        let store = NotificationStore(directories: Directories(environment: environment, extraBundleFolders: []), log: Logger(verbose: false))
+        #expect(store.load().notifications.map(\.id) == acknowledged)
+    }
 }

@@ -164,6 +164,46 @@ import TodayProtocol
         try flood.admit("spam", at: Self.start.addingTimeInterval(1))
     }
 
+    /// A post whose record cannot be kept is taken back: the list, its
+    /// unseen ones and the ones it pushed out are as before it came.
+    @Test func aPostTakenBackLeavesTheListAsItWas() throws {
+        var book = NotificationBook()
+        book.capacity = 3
+        for n in 1...3 { _ = try book.post(Self.posting("n\(n)"), at: Self.start.addingTimeInterval(Double(n))) }
+        _ = book.markSeen()
+        _ = try book.post(Self.posting("n4"), at: Self.start.addingTimeInterval(4))
+        let before = (book.list, book.unseen)
+
+        // A new one that pushes out the oldest.
+        let (new, effects, undo) = try book.postUndoably(Self.posting("n5"), at: Self.start.addingTimeInterval(5))
+        #expect(effects.contains(.forget(2)) && book.list.map(\.summary) == ["n5", "n4", "n3"])
+        book.takeBack(undo)
+        #expect(book.list == before.0 && book.unseen == before.1)
+        #expect(try book.post(Self.posting("n6"), at: Self.start.addingTimeInterval(6)).id != new, "the id taken back is not given again")
+
+        // One that replaces another: the earlier one comes back where it was.
+        var replacing = NotificationBook()
+        for n in 1...3 { _ = try replacing.post(Self.posting("r\(n)"), at: Self.start.addingTimeInterval(Double(n))) }
+        _ = replacing.markSeen()
+        let kept = (replacing.list, replacing.unseen)
+        let (_, _, replaced) = try replacing.postUndoably(Self.posting("r2 again", replaces: 2), at: Self.start.addingTimeInterval(9))
+        #expect(replacing.list.map(\.summary) == ["r2 again", "r3", "r1"] && replacing.unseen == [2])
+        replacing.takeBack(replaced)
+        #expect(replacing.list == kept.0 && replacing.unseen == kept.1)
+
+        // A transient one that took a listed one out.
+        let (_, _, transient) = try replacing.postUndoably(Self.posting("volume", replaces: 3) { $0.transient = true }, at: Self.start.addingTimeInterval(10))
+        #expect(replacing.list.map(\.summary) == ["r2", "r1"])
+        replacing.takeBack(transient)
+        #expect(replacing.list == kept.0 && replacing.byID[3]?.transient == false)
+
+        // What came since under the same id stays.
+        let (id, _, first) = try replacing.postUndoably(Self.posting("x"), at: Self.start.addingTimeInterval(11))
+        _ = try replacing.post(Self.posting("x again", replaces: id), at: Self.start.addingTimeInterval(12))
+        replacing.takeBack(first)
+        #expect(replacing.byID[id]?.summary == "x again" && replacing.list.first?.id == id)
+    }
+
     @Test func inhibitionsEndWithTheirCallersConnection() {
         var book = NotificationBook()
         let (first, on) = book.inhibit(by: ":1.5")

@@ -170,6 +170,28 @@ struct NotificationBook: Sendable {
     /// Do Not Disturb's schedule; by default, from the C library's time
     /// zone.
     mutating func post(_ posting: Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
+        let (id, effects, _) = try postUndoably(posting, at: now, minute: minute)
+        return (id, effects)
+    }
+
+    /// What one post changed in the list, so that it can be taken back
+    /// (`takeBack`) where its record could not be kept: the caller then
+    /// hears of an error, not of an id, and the list is as if it had not
+    /// come.
+    struct Undo: Sendable {
+        /// The notification as posted.
+        let posted: TodayNotification
+        /// What was under its id before (nil: the id was new).
+        let replaced: TodayNotification?
+        /// Its id was unseen before it came.
+        let wasUnseen: Bool
+        /// What it took out of the list (the oldest past the capacity, or
+        /// the one a transient one replaced), each with whether it was unseen.
+        let removed: [(notification: TodayNotification, unseen: Bool)]
+    }
+
+    /// `post`, and what takes it back.
+    mutating func postUndoably(_ posting: Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect], undo: Undo) {
         var notification = posting.notification
         let policy = settings.policy(for: notification.appID)
         let banner =
@@ -209,28 +231,67 @@ struct NotificationBook: Sendable {
 
         var effects: [Effect] = []
         let id = notification.id
+        let before = byID[id]
+        let wasUnseen = unseen.contains(id)
+        var removed: [(notification: TodayNotification, unseen: Bool)] = []
+        /// Takes `ids` out as `remove` does, keeping what they were.
+        func take(_ ids: [UInt32], reason: CloseReason?) -> [Effect] {
+            for id in ids { if let gone = byID[id] { removed.append((gone, unseen.contains(id))) } }
+            return remove(ids, reason: reason)
+        }
         if notification.transient {
             // Shown, never kept: it closes when its time runs out, and a
             // transient replacement takes the one it replaces out of the list.
-            if let replaced { effects += remove([replaced], reason: nil) }
+            if let replaced { effects += take([replaced], reason: nil) }
             byID[id] = notification
             if banner { effects.append(.banner(id)) }
-            return (id, effects)
+            return (id, effects, Undo(posted: notification, replaced: before, wasUnseen: wasUnseen, removed: removed))
         }
         if let replaced, let old = byID[replaced]?.imageFile, old != notification.imageFile { effects.append(.dropImage(old)) }
         if replaced != nil { order.removeAll { $0 == id } }
         byID[id] = notification
         order.insert(id, at: 0)
-        if !unseen.contains(id) { unseen.append(id) }
+        if !wasUnseen { unseen.append(id) }
         effects.append(.store(id))
-        var removed: [UInt32] = []
+        var evicted: [UInt32] = []
         while order.count > capacity, let oldest = order.last {
-            effects += remove([oldest], reason: .other)
-            removed.append(oldest)
+            effects += take([oldest], reason: .other)
+            evicted.append(oldest)
         }
-        effects.append(.listChanged(changed: [id], removed: removed))
+        effects.append(.listChanged(changed: [id], removed: evicted))
         if banner { effects.append(.banner(id)) }
-        return (id, effects)
+        return (id, effects, Undo(posted: notification, replaced: before, wasUnseen: wasUnseen, removed: removed))
+    }
+
+    /// Takes back what a post did (`Undo`), as far as later changes left
+    /// it: a notification posted since under the same id stays, and one
+    /// taken out comes back only where its id is free.
+    mutating func takeBack(_ undo: Undo) {
+        let id = undo.posted.id
+        if byID[id] == undo.posted {
+            byID[id] = nil
+            if let at = order.firstIndex(of: id) { order.remove(at: at) }
+            if !undo.wasUnseen, let at = unseen.firstIndex(of: id) { unseen.remove(at: at) }
+            if let replaced = undo.replaced { putBack(replaced, unseen: undo.wasUnseen) }
+        }
+        for (notification, wasUnseen) in undo.removed where byID[notification.id] == nil {
+            putBack(notification, unseen: wasUnseen)
+        }
+    }
+
+    /// Puts `notification` back into the list where its time places it
+    /// (newest first).
+    private mutating func putBack(_ notification: TodayNotification, unseen wasUnseen: Bool) {
+        byID[notification.id] = notification
+        if !notification.transient {
+            let at =
+                order.firstIndex { other in
+                    guard let other = byID[other] else { return false }
+                    return other.time < notification.time || (other.time == notification.time && other.id < notification.id)
+                } ?? order.count
+            order.insert(notification.id, at: at)
+        }
+        if wasUnseen, !unseen.contains(notification.id) { unseen.append(notification.id) }
     }
 
     /// Whether a notification of `urgency` shows as a banner: its app's

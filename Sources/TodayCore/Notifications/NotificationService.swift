@@ -294,7 +294,7 @@ final class NotificationService: Sendable {
     private func post(kept posting: NotificationBook.Posting) throws -> Posted {
         let at = clock.now
         var reserveNext = false
-        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], sooner: Bool), NotificationBook.Refusal> = try book.withLock { book in
+        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], undo: NotificationBook.Undo, sooner: Bool), NotificationBook.Refusal> = try book.withLock { book in
             // An id is on disk (reserved) before it is given. The next
             // block is reserved in the background once half of this one is
             // given; only where none is left (that write failed, or a burst
@@ -313,7 +313,7 @@ final class NotificationService: Sendable {
                 reserveNext = true
             }
             do throws(NotificationBook.Refusal) {
-                let (id, effects) = try book.post(posting, at: at)
+                let (id, effects, undo) = try book.postUndoably(posting, at: at)
                 // Only this one's expiry can come before the next look: no
                 // walk over the list, and no wake, at every Notify.
                 var sooner = false
@@ -321,7 +321,7 @@ final class NotificationService: Sendable {
                     book.expiryLooksAt = expires
                     sooner = true
                 }
-                return .success((id, effects, sooner))
+                return .success((id, effects, undo, sooner))
             } catch {
                 return .failure(error)
             }
@@ -330,13 +330,24 @@ final class NotificationService: Sendable {
         switch result {
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
-        case .success(let (id, effects, sooner)):
-            // What is kept is on disk now; what is announced waits for the
-            // caller's answer (`announce`), so that the answer does not
-            // queue behind the signals at the bus.
+        case .success(let (id, effects, undo, sooner)):
+            // What is kept is on disk before the answer; what is announced
+            // waits for the caller's answer (`announce`), so that the
+            // answer does not queue behind the signals at the bus.
             let (kept, announced) = Self.keptFirst(effects)
-            carryOut(kept)
+            // The expiry looks sooner even where the post is taken back:
+            // the book's next look moved, and a look too early finds nothing.
             if sooner { expiry.withLock { $0 }?.poke() }
+            do {
+                try record(kept)
+            } catch {
+                // Not kept, not given: the caller hears why, and the list
+                // is as it was (nothing it took out is closed or announced).
+                book.withLock { $0.takeBack(undo) }
+                throw TodayError.storage(
+                    "the notification cannot be kept (\(error)); nothing was posted. Free some space in \(store.folder) and send it again")
+            }
+            for case .dropImage(let path) in kept { store.dropImage(path) }
             return Posted(id: id, announcements: announced)
         }
     }
@@ -402,8 +413,19 @@ final class NotificationService: Sendable {
     }
 
     /// Appends the notifications `effects` store and forget to the
-    /// journal, in their order, in one write.
+    /// journal, in their order, in one write; where that fails, says so.
     private func keep(_ effects: [NotificationBook.Effect]) {
+        do {
+            try record(effects)
+        } catch {
+            log.warning("notifications \(Self.recordedIDs(effects).map(String.init).joined(separator: ", ")): cannot keep them: \(error)")
+        }
+    }
+
+    /// Appends the notifications `effects` store and forget to the
+    /// journal, in their order, in one write; throws where it cannot, and
+    /// then none of them is in the journal.
+    private func record(_ effects: [NotificationBook.Effect]) throws {
         var records: [NotificationStore.Record] = []
         for effect in effects {
             switch effect {
@@ -415,16 +437,16 @@ final class NotificationService: Sendable {
                 break
             }
         }
-        do {
-            try store.keep(records)
-        } catch {
-            let ids = records.map { record in
-                switch record {
-                case .put(let notification): notification.id
-                case .remove(let id): id
-                }
+        try store.keep(records)
+    }
+
+    /// The ids of the notifications `effects` store or forget.
+    private static func recordedIDs(_ effects: [NotificationBook.Effect]) -> [UInt32] {
+        effects.compactMap { effect in
+            switch effect {
+            case .store(let id), .forget(let id): id
+            default: nil
             }
-            log.warning("notifications \(ids.map(String.init).joined(separator: ", ")): cannot keep them: \(error)")
         }
     }
 
