@@ -71,9 +71,12 @@ import TodayProtocol
         let setup = try Setup()
         defer { setup.remove() }
         var (daemon, client) = try await setup.start()
-        // Due in 15 s: time for a restart on a loaded machine.
-        try await Self.remind(setup, client, departingIn: 75)
+        // Due 15 s after the departure is added (75 s ahead, reminded 60 s
+        // before): time for a restart on a loaded machine. Taken before
+        // the departure is added, so that it is never later than the time
+        // the reminder is due, however long the widget takes to show it.
         let due = Date().addingTimeInterval(15)
+        try await Self.remind(setup, client, departingIn: 75)
 
         // The app (registered as its bundle) sees its request; the widget
         // scheduled it as the app's.
