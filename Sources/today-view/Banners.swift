@@ -19,6 +19,8 @@ final class Banners {
     static let most = 3
     static let width: Int32 = 380
     static let idleSeconds: Double = 60
+    /// How long after a banner shows the next spare card is made.
+    static let spareDelay: UInt32 = 250
 
     let connection: Connection
     let describe: Bool
@@ -32,9 +34,14 @@ final class Banners {
     var status: Int32 = 0
 
     private var showing: [NotificationEntry] = []
-    /// Each shown banner's row and what it shows: one whose notification
-    /// did not change is kept when another comes or goes.
-    private var rows: [UInt32: (entry: NotificationEntry, row: Widget)] = [:]
+    /// Each shown banner's card, by its notification's id: one whose
+    /// notification did not change is kept as it is when another comes or
+    /// goes, and one whose notification changed is filled again.
+    private var cards: [UInt32: NotificationCard] = [:]
+    /// A card made ahead, filtered out of the list, that the next banner
+    /// fills: the widgets made and styled while nothing waits on them. A
+    /// banner that goes leaves its card here, where there is none.
+    private var spare: NotificationCard?
     private var queued: [NotificationEntry] = []
     private var window: Widget?
     private var list: Widget?
@@ -108,8 +115,20 @@ final class Banners {
             let id = notificationID(of: row.assumingMemoryBound(to: GtkWidget.self))
             if id != 0 { invoke(id, "default") }
         })
+        // Cards keep their place in the list; the order is their banner's,
+        // and a card with no banner is filtered out: it takes no room, and
+        // GTK keeps its style worked out, where a hidden widget's would be
+        // worked out again when it is shown.
+        gtk_list_box_set_sort_func(
+            cast(list),
+            { a, b, _ in
+                guard let a, let b else { return 0 }
+                return Int32(clamping: bannerPlace(of: a) - bannerPlace(of: b))
+            }, nil, nil)
+        gtk_list_box_set_filter_func(cast(list), { row, _ in row.map { bannerPlace(of: $0) > 0 ? 1 : 0 } ?? 0 }, nil, nil)
         setMargins(list, top: 0, left: 0, bottom: 0, right: 0)
         append(window, list)
+        makeSpare()
         connect(window, "destroy") { [self] in finished = true }
         serve()
         every(seconds: 5) { [self] in
@@ -290,34 +309,40 @@ final class Banners {
 
     private func redraw() {
         guard let window, let list else { return }
-        var kept: [UInt32: Widget] = [:]
-        for entry in showing {
-            guard let old = rows[entry.id], old.entry == entry else { continue }
-            // Held while out of the list, which would otherwise free it.
-            g_object_ref(raw(old.row))
-            gtk_container_remove(cast(list), old.row)
-            kept[entry.id] = old.row
-        }
-        for row in children(list) { gtk_widget_destroy(row) }
         let now = Date()
-        var next: [UInt32: (entry: NotificationEntry, row: Widget)] = [:]
-        var made = 0
-        for entry in showing {
-            if let row = kept[entry.id] {
-                gtk_list_box_insert(cast(list), row, -1)
-                g_object_unref(raw(row))
-                next[entry.id] = (entry, row)
-                continue
+        var next: [UInt32: NotificationCard] = [:]
+        var gone = cards.filter { id, _ in !showing.contains { $0.id == id } }.map(\.value)
+        var (made, filled) = (0, 0)
+        for (place, entry) in showing.enumerated() {
+            let card: NotificationCard
+            if let kept = cards[entry.id] {
+                card = kept
+            } else if let free = gone.popLast() ?? spare {
+                if free === spare { spare = nil }
+                card = free
+            } else {
+                card = newCard()
+                made += 1
             }
-            let row = notificationRow(entry, now: now, controls: controls)
-            // Long lines wrap within the banner's width instead of widening it.
-            limitNaturalWidth(of: row, characters: 36)
-            gtk_list_box_insert(cast(list), row, -1)
-            next[entry.id] = (entry, row)
-            made += 1
+            if card.entry != entry {
+                card.fill(entry, now: now)
+                filled += 1
+            }
+            g_object_set_data(object(card.row), bannerPlaceKey, UnsafeMutableRawPointer(bitPattern: place + 1))
+            next[entry.id] = card
         }
-        rows = next
-        if describe, !showing.isEmpty { FileSystem.writeAll(1, "rows: \(made) made, \(showing.count - made) kept\n") }
+        for card in gone {
+            // A card that has been shown is readier than one made ahead
+            // (its icons loaded, its text's layouts made): it stays.
+            if let made = spare { gtk_widget_destroy(made.row) }
+            card.clear()
+            g_object_set_data(object(card.row), bannerPlaceKey, nil)
+            spare = card
+        }
+        cards = next
+        gtk_list_box_invalidate_filter(cast(list))
+        gtk_list_box_invalidate_sort(cast(list))
+        if describe, !showing.isEmpty { FileSystem.writeAll(1, "rows: \(made) made, \(filled) filled, \(showing.count - filled) kept\n") }
         if showing.isEmpty {
             gtk_widget_hide(window)
             idleSince = now
@@ -344,6 +369,17 @@ final class Banners {
             // As small as what it shows.
             gtk_window_resize(cast(window), Self.width, 1)
             gtk_widget_show(window)
+            // To the display server now, not after the work the main loop
+            // finds next (the spare card made ahead).
+            if let display = gdk_display_get_default() { gdk_display_flush(display) }
+        }
+        if spare == nil {
+            // For a banner that comes while this one shows; a moment
+            // later, not while this one's window goes up.
+            every(milliseconds: Self.spareDelay) { [self] in
+                makeSpare()
+                return false
+            }
         }
         announce()
         pressAsked()
@@ -353,6 +389,25 @@ final class Banners {
                 return false
             }
         }
+    }
+
+    /// A card for a banner, in the list and filtered out until it is filled.
+    private func newCard() -> NotificationCard {
+        let card = NotificationCard(controls: controls, showApp: true)
+        // Long lines wrap within the banner's width instead of widening it.
+        limitNaturalWidth(of: card.row, characters: 36)
+        if let list { gtk_list_box_insert(cast(list), card.row, -1) }
+        return card
+    }
+
+    /// Makes a spare card, if there is none, and works out its style now
+    /// (measuring it does) rather than when a banner waits on it.
+    private func makeSpare() {
+        guard spare == nil, list != nil else { return }
+        let card = newCard()
+        var natural = GtkRequisition()
+        gtk_widget_get_preferred_size(card.row, nil, &natural)
+        spare = card
     }
 
     /// With --describe, `banners: ID… queued: ID…` (newest first) each time
@@ -405,6 +460,14 @@ final class Banners {
     }
 }
 
+/// The key under which a banner's row keeps its place, 1 for the top.
+private let bannerPlaceKey = "today-banner-place"
+
+/// A banner row's place (1 for the top); a hidden spare's is 0.
+private func bannerPlace(of row: UnsafeMutablePointer<GtkListBoxRow>) -> Int {
+    Int(bitPattern: g_object_get_data(UnsafeMutableRawPointer(row).assumingMemoryBound(to: GObject.self), bannerPlaceKey))
+}
+
 /// Caps the natural width of the wrapping labels under `widget` at about
 /// `characters`: GTK asks a wrapping label for the width of its whole
 /// text on one line, and a window sized to what it shows grows with it.
@@ -432,3 +495,4 @@ func findButton(in widget: Widget, labelled text: String) -> Widget? {
     }
     return nil
 }
+

@@ -176,6 +176,16 @@ func addClass(_ widget: Widget, _ name: String) {
     gtk_style_context_add_class(gtk_widget_get_style_context(widget), name)
 }
 
+/// Gives `widget` the style class `name`, or takes it away.
+func setClass(_ widget: Widget, _ name: String, _ on: Bool) {
+    guard let context = gtk_widget_get_style_context(widget) else { return }
+    if on {
+        gtk_style_context_add_class(context, name)
+    } else {
+        gtk_style_context_remove_class(context, name)
+    }
+}
+
 func label(_ text: String, classes: [String] = [], wrap: Bool = true) -> Widget {
     let label = shown(gtk_label_new(text)!)
     gtk_label_set_line_wrap(cast(label), wrap ? 1 : 0)

@@ -91,13 +91,21 @@ import TodayProtocol
         #expect(try await shows("banners: \(third) \(second) \(first) queued: \(fourth)"), "\(Self.lines(out))")
         #expect(try await shows("picture: 3 banners"))
         #expect(Self.lines(out).last { $0.hasPrefix("placed: ") } == "placed: 632 12 380", "\(Self.lines(out))")
-        // Dismissed from the list: its banner goes, and the waiting one shows.
+        // Replaced (a progress that moves): it comes to the top, its card
+        // filled again in place; the other two stay as they are.
+        _ = try await notify(["Second", "Further along", "--app", "Files", "--progress", "80", "--action", "cancel=Cancel", "--replace", second])
+        #expect(try await shows("banners: \(second) \(third) \(first) queued: \(fourth)"), "\(Self.lines(out))")
+        let afterReplace = Self.lines(out)
+        let replaced = afterReplace.firstIndex(of: "banners: \(second) \(third) \(first) queued: \(fourth)") ?? 0
+        #expect(afterReplace[..<replaced].last { $0.hasPrefix("rows: ") } == "rows: 0 made, 1 filled, 2 kept", "\(afterReplace)")
+        // Dismissed from the list: its banner goes, and the waiting one
+        // shows in the card the dismissed one leaves; the two that stay
+        // keep theirs.
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dismiss", first])
-        #expect(try await shows("banners: \(fourth) \(third) \(second) queued: "), "\(Self.lines(out))")
-        // Only the banner that came in is made; the two that stay keep their rows.
+        #expect(try await shows("banners: \(fourth) \(second) \(third) queued: "), "\(Self.lines(out))")
         let afterDismiss = Self.lines(out)
-        let dismissed = afterDismiss.firstIndex(of: "banners: \(fourth) \(third) \(second) queued: ") ?? 0
-        #expect(afterDismiss[..<dismissed].last { $0.hasPrefix("rows: ") } == "rows: 1 made, 2 kept", "\(afterDismiss)")
+        let dismissed = afterDismiss.firstIndex(of: "banners: \(fourth) \(second) \(third) queued: ") ?? 0
+        #expect(afterDismiss[..<dismissed].last { $0.hasPrefix("rows: ") } == "rows: 0 made, 1 filled, 2 kept", "\(afterDismiss)")
         // The reply field: typed into and sent, it reaches the sender.
         _ = try await NotificationCommandTests.todayctl(address, ["notifications", "clear"])
         #expect(try await shows("banners:  queued: "), "\(Self.lines(out))")
