@@ -120,6 +120,12 @@ final class TodayView {
         """
 
     func start() {
+        // todayd is asked first: its answers (fifty cards' round trips, a
+        // long list read on the connection's thread) come while GTK reads
+        // its theme and the window is made, and are put in once the main
+        // loop runs, after this.
+        subscribe()
+        refresh()
         loadCSS(Self.css + notificationCSS + NotificationList.css)
         switch style {
         case .light: preferDarkStyle(false)
@@ -219,8 +225,6 @@ final class TodayView {
         }
 
         gtk_window_present(cast(window))
-        subscribe()
-        refresh()
         if editing { showGallery() }
         every(seconds: 30) { [self] in
             let now = Date()
