@@ -127,6 +127,7 @@ deb: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product todayd
 	$(SWIFT) build -c release --static-swift-stdlib --product todayctl
 	$(SWIFT) build -c release --static-swift-stdlib --product today-view
+	$(SWIFT) build -c release --static-swift-stdlib --product today-banners
 	$(SWIFT) build -c release --static-swift-stdlib --product todayd-essentials
 	rm -rf .build/deb
 	scripts/build-deb .build/release .build/deb

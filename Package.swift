@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "todayd", targets: ["todayd"]),
         .executable(name: "todayctl", targets: ["todayctl"]),
         .executable(name: "today-view", targets: ["today-view"]),
+        .executable(name: "today-banners", targets: ["today-banners"]),
         .library(name: "TodayKit", targets: ["TodayKit"]),
     ],
     targets: [
@@ -32,14 +33,18 @@ let package = Package(
             pkgConfig: "libical",
             providers: [.apt(["libical-dev"])]
         ),
-        // The Today view only: todayd and todayctl never link GTK.
+        // The Today view and the banners only: todayd and todayctl never link GTK.
         .systemLibrary(
             name: "CGtk",
             pkgConfig: "gtk-layer-shell-0",
             providers: [.apt(["libgtk-3-dev", "libgtk-layer-shell-dev"])]
         ),
         .target(name: "DBus", dependencies: ["CDBus", "CSystem", "Posix"]),
-        .target(name: "PropertyList", dependencies: ["CLibXML2", "Posix"]),
+        // Property-list values, writing, binary and JSON reading: no libxml2,
+        // for programs that never read XML (the banners).
+        .target(name: "PropertyListValues", dependencies: ["Posix"]),
+        // Reading property lists, XML through libxml2; brings PropertyListValues along.
+        .target(name: "PropertyList", dependencies: ["PropertyListValues", "CLibXML2", "Posix"]),
         // The few libc calls that need _GNU_SOURCE.
         .target(name: "CSystem"),
         // libc as Swift: calls retried when a signal interrupts them, one
@@ -47,12 +52,17 @@ let package = Package(
         .target(name: "Posix", dependencies: ["CSystem"]),
         // What todayd, its clients and TodayKit share: names, paths,
         // interfaces, value mapping, ids, results and error names.
-        .target(name: "TodayProtocol", dependencies: ["DBus", "PropertyList"]),
+        .target(name: "TodayProtocol", dependencies: ["DBus", "PropertyListValues"]),
         .target(name: "TodayCore", dependencies: ["TodayProtocol", "DBus", "PropertyList", "CLibXML2", "CZlib", "CSystem", "Posix"]),
         .target(name: "TodayKit", dependencies: ["TodayProtocol", "DBus", "PropertyList"]),
         .executableTarget(name: "todayd", dependencies: ["TodayCore"]),
         .executableTarget(name: "todayctl", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix"]),
-        .executableTarget(name: "today-view", dependencies: ["CGtk", "CSystem", "Posix", "TodayCore", "TodayProtocol", "DBus"]),
+        // The GTK 3 layer the view and the banners share: calls, signal
+        // trampolines, a notification's card, light and dark.
+        .target(name: "TodayGtk", dependencies: ["CGtk", "Posix", "DBus", "TodayProtocol"]),
+        .executableTarget(name: "today-view", dependencies: ["CGtk", "CSystem", "Posix", "TodayCore", "TodayGtk", "TodayProtocol", "DBus"]),
+        // Apart from the view so that it never loads todayd's code or libxml2.
+        .executableTarget(name: "today-banners", dependencies: ["CGtk", "CSystem", "Posix", "TodayGtk", "TodayProtocol", "DBus"]),
         // The two tutorial apps and their widgets, built with TodayKit.
         .target(name: "AgostiniTechShared", path: "Examples/AgostiniTechShared"),
         .executableTarget(name: "agostini-tech", dependencies: ["TodayKit", "AgostiniTechShared"], path: "Examples/AgostiniTech"),
@@ -76,7 +86,7 @@ let package = Package(
         .testTarget(
             name: "TodayCoreTests", dependencies: ["TodayCore", "TodayProtocol", "DBus", "PropertyList", "Posix", "TestSupport", "Essentials"],
             exclude: ["nextdates.py", "pointer-drag.c", "icalcheck.py"]),
-        .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "TestSupport"], exclude: ["plistcheck.py"]),
+        .testTarget(name: "PropertyListTests", dependencies: ["PropertyList", "PropertyListValues", "TestSupport"], exclude: ["plistcheck.py"]),
     ],
     swiftLanguageModes: [.v6]
 )

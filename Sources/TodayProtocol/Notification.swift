@@ -1,6 +1,6 @@
 import DBus
 import FoundationEssentials
-import PropertyList
+import PropertyListValues
 
 /// One notification of the notification center (SPEC section 14), as every
 /// part of todayd, the view, the banners and todayctl read it: the one

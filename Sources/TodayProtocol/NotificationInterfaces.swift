@@ -13,7 +13,7 @@ public enum Notifications {
 
     /// Where todayd hands the notifications that pass Do Not Disturb, the
     /// inhibitions and their app's policy to be shown as banners (SPEC
-    /// section 15): served by `today-view --banners`, which the bus starts
+    /// section 15): served by `today-banners`, which the bus starts
     /// at the first banner.
     public static let bannersName = BusName("io.github.todayd.Today1.Banners")
     public static let bannersPath = ObjectPath("/io/github/todayd/Today1/Banners")

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import PropertyList
+import PropertyListValues
 
 /// What a widget shows (SPEC section 2; its buttons and toggles, section
 /// 10): the keys panels understand, typed, and any others, which pass

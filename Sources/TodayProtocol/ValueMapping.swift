@@ -1,6 +1,6 @@
 import DBus
 import FoundationEssentials
-import PropertyList
+import PropertyListValues
 
 /// The mapping between property-list values and D-Bus values of SPEC
 /// section 2: string `s`, integer `x`, real `d`, boolean `b`, data `ay`,

@@ -1,6 +1,6 @@
 import DBus
 import FoundationEssentials
-import PropertyList
+import PropertyListValues
 
 /// A widget kind (SPEC section 16): a widget extension, named by its
 /// bundle id. Its manifest, provider and container are the kind's; what a

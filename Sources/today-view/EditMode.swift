@@ -3,6 +3,7 @@ import DBus
 import FoundationEssentials
 import PropertyList
 import TodayCore
+import TodayGtk
 import TodayProtocol
 
 /// The Today view's Edit (SPEC section 16): a gallery of every widget kind,

@@ -2,6 +2,7 @@ import CGtk
 import DBus
 import FoundationEssentials
 import TodayCore
+import TodayGtk
 import TodayProtocol
 
 /// The notification center in the Today view (SPEC section 15): a header

@@ -3,6 +3,7 @@ import DBus
 import FoundationEssentials
 import Glibc
 import TodayCore
+import TodayGtk
 import TodayProtocol
 
 /// The window: a banner while todayd is away, then one card per widget

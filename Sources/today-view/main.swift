@@ -1,12 +1,12 @@
 // today-view: the Today view, one card per widget with content (SPEC
 // section 13) and the notification center's list (section 15), following
-// todayd live over D-Bus; with --banners, the banners.
+// todayd live over D-Bus. The banners are a program of their own,
+// today-banners.
 //
 //   today-view [--toggle] [--window] [--pane] [--style light|dark] [--edit] [--describe] [--address ADDR]
 //   today-view [--pane] [--style light|dark] [--edit] --screenshot FILE.png [--delay SECONDS] [--describe]
 //              [--press ACTION]... [--address ADDR]
 //   today-view --first-frame [--address ADDR]
-//   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
 //
 // One view runs per session: a second one brings the first forward, and
 // --toggle shows or hides it. Where the compositor has layer-shell (sway,
@@ -28,12 +28,10 @@ import DBus
 import FoundationEssentials
 import Glibc
 import TodayCore
+import TodayGtk
 
 var pane = false
-var banners = false
-var stay = false
 var toggle = false
-var replies: [String] = []
 var windowed = false
 var firstFrame = false
 var editing = false
@@ -48,14 +46,7 @@ var arguments = Array(CommandLine.arguments.dropFirst()).makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--pane": pane = true
-    case "--banners": banners = true
     case "--toggle": toggle = true
-    case "--reply":
-        guard let text = arguments.next() else {
-            FileSystem.writeAll(2, "today-view: --reply takes a text\n")
-            exit(2)
-        }
-        replies.append(text)
     case "--window": windowed = true
     case "--first-frame": firstFrame = true
     case "--edit": editing = true
@@ -66,7 +57,6 @@ while let argument = arguments.next() {
         }
         editing = true
         settingsFor = id
-    case "--stay": stay = true
     case "--screenshot": screenshot = arguments.next()
     case "--describe": describe = true
     case "--delay": delay = arguments.next().flatMap { UInt32($0) } ?? 0
@@ -90,7 +80,6 @@ while let argument = arguments.next() {
             usage: today-view [--toggle] [--window] [--pane] [--style light|dark] [--edit] [--describe] [--address ADDR]
                    today-view [--pane] [--style light|dark] [--edit | --settings CARD] --screenshot FILE.png [--delay SECONDS] [--describe] [--press ACTION]... [--address ADDR]
                    today-view --first-frame [--address ADDR]
-                   today-view --banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]
 
             """)
         exit(0)
@@ -98,12 +87,6 @@ while let argument = arguments.next() {
         FileSystem.writeAll(2, "today-view: unknown argument '\(argument)'\n")
         exit(2)
     }
-}
-// Started by the bus for the banners: the bus that started it.
-if banners, let starter = ProcessInfo.processInfo.environment["DBUS_STARTER_ADDRESS"], !starter.isEmpty,
-    !CommandLine.arguments.contains("--address")
-{
-    address = starter
 }
 guard let address, !address.isEmpty, let connection = try? Connection(address: address) else {
     FileSystem.writeAll(2, "today-view: no session bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR\n")
@@ -114,7 +97,7 @@ let view = TodayView(
     connection: connection, pane: pane, screenshot: screenshot, describe: describe, delay: delay, style: style, presses: presses,
     windowed: windowed, firstFrame: firstFrame, editing: editing)
 view.settingsFor = settingsFor
-if screenshot == nil, !firstFrame, !banners {
+if screenshot == nil, !firstFrame {
     let claim = ViewInstance.claim(
         connection, toggling: toggle,
         toggled: { onMainLoop { MainActor.assumeIsolated { view.toggle() } } },
@@ -132,12 +115,6 @@ if screenshot == nil, !firstFrame, !banners {
 // (under Xvfb, Mesa's software renderer: some 45 MiB) that nothing uses.
 setenv("GDK_GL", "disable", 0)
 gtk_init(nil, nil)
-if banners {
-    let shown = Banners(connection: connection, describe: describe, screenshot: screenshot, presses: presses, replies: replies, stay: stay)
-    shown.start()
-    while !shown.finished { g_main_context_iteration(nil, 1) }
-    exit(shown.status)
-}
 view.start()
 while !view.finished {
     g_main_context_iteration(nil, 1)

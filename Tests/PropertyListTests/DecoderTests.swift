@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PropertyList
+@testable import PropertyListValues
 
 /// PlistDecoder: Swift types from property lists.
 @Suite struct DecoderTests {

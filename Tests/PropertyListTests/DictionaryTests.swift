@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import PropertyList
+@testable import PropertyListValues
 
 @Suite struct DictionaryTests {
     /// Random insertions, replacements, removals and lookups on a

@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import PropertyList
+@testable import PropertyListValues
 
 /// The same values everywhere: ours, Python's plistlib and the toolchain's
 /// plutil, in XML and binary, each way.

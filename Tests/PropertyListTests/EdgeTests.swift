@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import PropertyList
+@testable import PropertyListValues
 
 /// The edges of what a property list holds: every real and date at an edge
 /// either reads back equal through XML and binary or is refused at the API

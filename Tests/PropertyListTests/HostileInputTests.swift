@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import PropertyList
+@testable import PropertyListValues
 
 /// Inputs written to hurt: each is refused with a clear error, fast, without
 /// loading anything, and never yields a partial value.

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 @testable import PropertyList
+@testable import PropertyListValues
 
 /// The tagged-JSON form that plistcheck.py prints, for comparing values
 /// across implementations.

@@ -6,12 +6,12 @@ import Testing
 @testable import TodayCore
 import TodayProtocol
 
-/// The banners (SPEC section 15): `today-view --banners`, started by the
+/// The banners (SPEC section 15): `today-banners`, started by the
 /// bus at todayd's first banner as its service file says, under Xvfb;
 /// what it shows read from its `--describe` lines, its buttons pressed
 /// through GTK.
 @Suite(.showsDaemonLogs, .enabled(if: Paths.displaySuites, "run on its own by make test (TODAY_TEST_DISPLAY=1)")) struct BannerTests {
-    static let view = Paths.root.appendingPathComponent(".build/debug/today-view").path
+    static let banners = Paths.root.appendingPathComponent(".build/debug/today-banners").path
 
     /// The lines a file has so far.
     static func lines(_ url: URL) -> [String] {
@@ -31,7 +31,7 @@ import TodayProtocol
         let launcher = todayd.home.appendingPathComponent("banners")
         try """
             #!/bin/sh
-            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.view) --banners --describe --screenshot \(picture.path) --press yes --reply 'on my way' > \(out.path) 2>&1
+            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.banners) --describe --screenshot \(picture.path) --press yes --reply 'on my way' > \(out.path) 2>&1
             """.write(to: launcher, atomically: true, encoding: .utf8)
         chmod(launcher.path, 0o755)
         try "[D-BUS Service]\nName=\(Notifications.bannersName.rawValue)\nExec=\(launcher.path)\n".write(

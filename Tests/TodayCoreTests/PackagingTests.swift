@@ -79,7 +79,7 @@ import TodayProtocol
         }
         // The first banner starts the banners (SPEC section 15).
         let banners = try String(contentsOfFile: root.path + "/usr/share/dbus-1/services/io.github.todayd.Today1.Banners.service", encoding: .utf8)
-        #expect(banners == "[D-BUS Service]\nName=io.github.todayd.Today1.Banners\nExec=/usr/bin/today-view --banners\n")
+        #expect(banners == "[D-BUS Service]\nName=io.github.todayd.Today1.Banners\nExec=/usr/bin/today-banners\n")
         let unit = try String(contentsOfFile: root.path + "/usr/lib/systemd/user/todayd.service", encoding: .utf8)
         #expect(unit.contains("\nType=dbus\n") && unit.contains("\nBusName=io.github.todayd.Today1\n") && unit.contains("\nExecStart=/usr/bin/todayd\n"))
         let entry = try await run(["desktop-file-validate", root.path + "/usr/share/applications/io.github.todayd.TodayView.desktop"])

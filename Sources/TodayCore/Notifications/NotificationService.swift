@@ -450,7 +450,7 @@ final class NotificationService: Sendable {
         }
     }
 
-    /// Hands notification `id` to the banners (`today-view --banners`,
+    /// Hands notification `id` to the banners (`today-banners`,
     /// started by the bus at the first). Where they cannot be started (no
     /// display, not installed), banners are not asked for again for a
     /// minute: a flood does not start a failing program at every

@@ -15,9 +15,6 @@ public struct PlistDecoder: Sendable {
         try T(from: ValueDecoder(value: value, codingPath: []))
     }
 
-    public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        try decode(type, from: Plist.read(data))
-    }
 }
 
 private struct AnyKey: CodingKey {

@@ -1,19 +1,19 @@
 import DBus
 import FoundationEssentials
-import TodayCore
+import Posix
 
 /// Light or dark: what the user asked for (`--style`), else what the
 /// desktop prefers (the XDG settings portal's `color-scheme`), followed
 /// live; without a portal, GTK's own setting (GTK_THEME, settings.ini).
-enum Style: String {
+package enum Style: String {
     case system, light, dark
 
-    static let portal = BusName("org.freedesktop.portal.Desktop")
-    static let portalPath = ObjectPath("/org/freedesktop/portal/desktop")
-    static let settings = InterfaceName("org.freedesktop.portal.Settings")
+    package static let portal = BusName("org.freedesktop.portal.Desktop")
+    package static let portalPath = ObjectPath("/org/freedesktop/portal/desktop")
+    package static let settings = InterfaceName("org.freedesktop.portal.Settings")
 
     /// The portal's answer: 1 prefers dark, 2 prefers light, 0 neither.
-    static func colorScheme(_ value: Value?) -> Bool? {
+    package static func colorScheme(_ value: Value?) -> Bool? {
         var value = value
         while case .variant(let inner)? = value { value = inner }
         switch value {
@@ -26,7 +26,7 @@ enum Style: String {
     /// Calls `apply` with the desktop's preference now and whenever it
     /// changes (true: dark); never where there is no portal. `known` is
     /// called once the first answer (or its absence) is in.
-    static func follow(on connection: Connection, _ apply: @escaping @Sendable (Bool) -> Void, known: @escaping @Sendable () -> Void) {
+    package static func follow(on connection: Connection, _ apply: @escaping @Sendable (Bool) -> Void, known: @escaping @Sendable () -> Void) {
         Task.detached {
             let rule = MatchRule(interface: settings, member: MemberName("SettingChanged"), arg0: "org.freedesktop.appearance")
             _ = try? await connection.subscribe(rule) { message in
@@ -43,7 +43,7 @@ enum Style: String {
                     [.string("org.freedesktop.appearance"), .string("color-scheme")], timeout: .seconds(10))
                 if let value = try? reply.value(Variant.self, answering: "Read"), let dark = colorScheme(value.value) { apply(dark) }
             } catch let error as DBusError where error.name == .noReply || error.name == .timeout {
-                FileSystem.writeAll(2, "today-view: the settings portal did not answer within 10 s; light or dark as GTK has it\n")
+                say(2, "\(programName): the settings portal did not answer within 10 s; light or dark as GTK has it\n")
             } catch {
                 // No portal, or no such setting: GTK's own.
             }

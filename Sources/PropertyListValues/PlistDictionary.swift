@@ -52,7 +52,7 @@ public struct PlistDictionary: Hashable, Sendable, Sequence, ExpressibleByDictio
 
     /// Builds from keys as a file lists them: when one repeats, the later
     /// value wins in the first one's place, as Foundation and plistlib read it.
-    init(readingKeys keys: [String], values: [PlistValue]) {
+    package init(readingKeys keys: [String], values: [PlistValue]) {
         guard KeyBytes.containsDuplicates(keys) else {
             self.init(uniqueKeys: keys, values: values)
             return

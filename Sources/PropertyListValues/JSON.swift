@@ -2,9 +2,9 @@ import FoundationEssentials
 
 /// JSON for the property-list values JSON can hold: strings, numbers,
 /// booleans, arrays and objects. Dates and data have no JSON form.
-enum JSON {
+package enum JSON {
     /// JSON's white space: space, tab, line feed, carriage return.
-    static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+    package static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
 
     static func write(_ value: PlistValue) throws -> Data {
         Data((try text(value, compact: false, lossy: false) + "\n").utf8)
@@ -81,7 +81,7 @@ enum JSON {
         return out + "\""
     }
 
-    static func read(_ data: Data, limits: PlistLimits) throws -> PlistValue {
+    package static func read(_ data: Data, limits: PlistLimits) throws -> PlistValue {
         guard data.count <= limits.maximumSize else {
             throw PlistError("the JSON is \(data.count) bytes, over the limit of \(limits.maximumSize)")
         }

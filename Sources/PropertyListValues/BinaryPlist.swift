@@ -2,10 +2,10 @@ import FoundationEssentials
 
 /// Reads `bplist00` files. Every offset, length and reference is checked
 /// against the file; cycles are refused; a shared object is decoded once.
-enum BinaryPlistReader {
+package enum BinaryPlistReader {
     private static let referenceDate = 978_307_200.0  // 2001-01-01 in Unix time
 
-    static func read(_ data: Data, limits: PlistLimits) throws -> PlistValue {
+    package static func read(_ data: Data, limits: PlistLimits) throws -> PlistValue {
         guard data.count <= limits.maximumSize else {
             throw PlistError("the file is \(data.count) bytes, over the limit of \(limits.maximumSize)")
         }

@@ -2,14 +2,14 @@ import FoundationEssentials
 import Glibc
 
 /// The text forms of scalar values in XML property lists.
-enum PlistText {
+package enum PlistText {
     private static func trimmed(_ bytes: [UInt8]) -> Substring {
         String(decoding: bytes, as: UTF8.self).trimmingWhitespace()[...]
     }
 
     /// Decimal, or hexadecimal with `0x`; negative values to Int64.min,
     /// positive ones to UInt64.max.
-    static func integer(_ bytes: [UInt8]) -> PlistValue? {
+    package static func integer(_ bytes: [UInt8]) -> PlistValue? {
         // The common case: plain decimal digits with an optional minus.
         if !bytes.isEmpty, bytes.count <= 18 {
             var negative = false
@@ -53,7 +53,7 @@ enum PlistText {
         return .integer(-value)
     }
 
-    static func real(_ bytes: [UInt8]) -> Double? {
+    package static func real(_ bytes: [UInt8]) -> Double? {
         if let first = bytes.first, first == UInt8(ascii: "-") || (first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")),
             let value = bytes.withUnsafeBufferPointer({ Double(Substring(decoding: $0, as: UTF8.self)) }), value.isFinite
         {
@@ -77,7 +77,7 @@ enum PlistText {
     }
 
     /// `YYYY-MM-DDTHH:MM:SSZ`, in UTC.
-    static func date(_ bytes: [UInt8]) -> Date? {
+    package static func date(_ bytes: [UInt8]) -> Date? {
         // Exactly the 20 characters of the form, as writers put them, need
         // no trimming (which goes through Foundation's character sets).
         let text = bytes.count == 20 ? bytes : Array(trimmed(bytes).utf8)
@@ -170,7 +170,7 @@ enum PlistText {
     /// groups of four with `=` only at the end of the last, as every
     /// writer makes it, is decoded in one pass into one buffer; anything
     /// else goes to Foundation's decoder, whose answer stands.
-    static func data(_ text: [UInt8]) -> Data? {
+    package static func data(_ text: [UInt8]) -> Data? {
         if let data = decodeWholeGroups(text) { return data }
         let compact = text.filter { base64Value[Int($0)] != skip }
         return Data(base64Encoded: Data(compact))

@@ -1,7 +1,6 @@
 import DBus
 import FoundationEssentials
-import PropertyList
-import TodayProtocol
+import PropertyListValues
 
 /// One notification as a client shows it (SPEC sections 14 and 15): the
 /// Today view's row, a banner, `todayctl notifications list` and a bar's

@@ -2,7 +2,6 @@ import CGtk
 import FoundationEssentials
 import Glibc
 import Posix
-import TodayCore
 
 // The GTK 3 calls the Today view and the banners make, in one place:
 // pointer casts (GTK's type-cast macros do not import), signal trampolines
@@ -10,22 +9,22 @@ import TodayCore
 // callbacks and the Swift closure as Unmanaged user data), widgets shown
 // as they are made (as GTK 4 does), and main-loop scheduling.
 
-typealias Widget = UnsafeMutablePointer<GtkWidget>
+package typealias Widget = UnsafeMutablePointer<GtkWidget>
 
 /// A widget as the GTK type a call takes (GtkLabel, GtkBox…), as
 /// GTK_LABEL() and the other casts do.
-func cast<T>(_ widget: Widget) -> UnsafeMutablePointer<T> { UnsafeMutableRawPointer(widget).assumingMemoryBound(to: T.self) }
+package func cast<T>(_ widget: Widget) -> UnsafeMutablePointer<T> { UnsafeMutableRawPointer(widget).assumingMemoryBound(to: T.self) }
 
 /// A widget as the GObject that g_object calls take.
-func object(_ widget: Widget) -> UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GObject.self) }
+package func object(_ widget: Widget) -> UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GObject.self) }
 
 /// Any GTK object pointer as the raw instance GObject calls take.
-func raw(_ pointer: Widget) -> UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+package func raw(_ pointer: Widget) -> UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
 
 /// `widget`, shown: GTK 3 makes widgets hidden, and a container's
 /// `show_all` would also show what is hidden on purpose.
 @discardableResult
-func shown(_ widget: Widget) -> Widget {
+package func shown(_ widget: Widget) -> Widget {
     gtk_widget_show(widget)
     return widget
 }
@@ -42,12 +41,12 @@ private let releaseClosure: GClosureNotify = { data, _ in
 
 /// Connects `signal` of `object`, whose handler takes the instance and user
 /// data (clicked, activate, toggled…), to `body`.
-func connect(_ object: Widget, _ signal: String, _ body: @escaping () -> Void) {
+package func connect(_ object: Widget, _ signal: String, _ body: @escaping () -> Void) {
     connect(instance: raw(object), signal, body)
 }
 
 /// `connect` for any GObject (a frame clock, a display).
-func connect(instance: UnsafeMutableRawPointer, _ signal: String, _ body: @escaping () -> Void) {
+package func connect(instance: UnsafeMutableRawPointer, _ signal: String, _ body: @escaping () -> Void) {
     let data = Unmanaged.passRetained(Closure(body)).toOpaque()
     let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
         guard let data else { return }
@@ -60,7 +59,7 @@ func connect(instance: UnsafeMutableRawPointer, _ signal: String, _ body: @escap
 
 /// Runs `body` once, after the next frame of `window` is painted (and
 /// sent to the display server), or not at all if it is not realized.
-func afterNextFrame(of window: Widget, _ body: @escaping () -> Void) {
+package func afterNextFrame(of window: Widget, _ body: @escaping () -> Void) {
     guard let surface = gtk_widget_get_window(window), let clock = gdk_window_get_frame_clock(surface) else { return }
     var done = false
     connect(instance: UnsafeMutableRawPointer(clock), "after-paint") {
@@ -74,7 +73,7 @@ func afterNextFrame(of window: Widget, _ body: @escaping () -> Void) {
 
 /// Connects a signal whose handler takes the instance, one pointer and user
 /// data (row-activated), to `body`, which gets that pointer.
-func connect(_ object: Widget, _ signal: String, withArgument body: @escaping (UnsafeMutableRawPointer?) -> Void) {
+package func connect(_ object: Widget, _ signal: String, withArgument body: @escaping (UnsafeMutableRawPointer?) -> Void) {
     final class Box {
         let body: (UnsafeMutableRawPointer?) -> Void
         init(_ body: @escaping (UnsafeMutableRawPointer?) -> Void) { self.body = body }
@@ -94,7 +93,7 @@ func connect(_ object: Widget, _ signal: String, withArgument body: @escaping (U
 
 /// Connects `key-press-event` of `window` to `body`, which gets the key
 /// and the modifier state and says whether it handled the key.
-func onKeyPress(_ window: Widget, _ body: @escaping (_ key: UInt32, _ state: UInt32) -> Bool) {
+package func onKeyPress(_ window: Widget, _ body: @escaping (_ key: UInt32, _ state: UInt32) -> Bool) {
     final class Box {
         let body: (UInt32, UInt32) -> Bool
         init(_ body: @escaping (UInt32, UInt32) -> Bool) { self.body = body }
@@ -113,12 +112,13 @@ func onKeyPress(_ window: Widget, _ body: @escaping (_ key: UInt32, _ state: UIn
 
 /// A widget handed to a closure that another thread passes on to the main
 /// loop: @unchecked because the pointer is only used there, by `onMainLoop`.
-struct MainLoopWidget: @unchecked Sendable {
-    let widget: Widget
+package struct MainLoopWidget: @unchecked Sendable {
+    package let widget: Widget
+    package init(widget: Widget) { self.widget = widget }
 }
 
 /// Runs `body` on GTK's main loop (from any thread).
-func onMainLoop(_ body: @escaping @Sendable () -> Void) {
+package func onMainLoop(_ body: @escaping @Sendable () -> Void) {
     final class Job: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -135,7 +135,7 @@ func onMainLoop(_ body: @escaping @Sendable () -> Void) {
 
 /// Runs `body` whenever the main loop has nothing else to do (after
 /// drawing), for as long as it returns true.
-func whenIdle(_ body: @escaping () -> Bool) {
+package func whenIdle(_ body: @escaping () -> Bool) {
     final class Repeat {
         let body: () -> Bool
         init(_ body: @escaping () -> Bool) { self.body = body }
@@ -150,13 +150,13 @@ func whenIdle(_ body: @escaping () -> Bool) {
 }
 
 /// Runs `body` every `seconds` on the main loop, for as long as it returns true.
-func every(seconds: UInt32, _ body: @escaping () -> Bool) {
+package func every(seconds: UInt32, _ body: @escaping () -> Bool) {
     every(milliseconds: seconds * 1000, body)
 }
 
 /// Runs `body` every `milliseconds` on the main loop, for as long as it
 /// returns true.
-func every(milliseconds: UInt32, _ body: @escaping () -> Bool) {
+package func every(milliseconds: UInt32, _ body: @escaping () -> Bool) {
     final class Repeat {
         let body: () -> Bool
         init(_ body: @escaping () -> Bool) { self.body = body }
@@ -172,12 +172,12 @@ func every(milliseconds: UInt32, _ body: @escaping () -> Bool) {
 
 // MARK: Widgets, as Swift
 
-func addClass(_ widget: Widget, _ name: String) {
+package func addClass(_ widget: Widget, _ name: String) {
     gtk_style_context_add_class(gtk_widget_get_style_context(widget), name)
 }
 
 /// Gives `widget` the style class `name`, or takes it away.
-func setClass(_ widget: Widget, _ name: String, _ on: Bool) {
+package func setClass(_ widget: Widget, _ name: String, _ on: Bool) {
     guard let context = gtk_widget_get_style_context(widget) else { return }
     if on {
         gtk_style_context_add_class(context, name)
@@ -186,7 +186,7 @@ func setClass(_ widget: Widget, _ name: String, _ on: Bool) {
     }
 }
 
-func label(_ text: String, classes: [String] = [], wrap: Bool = true) -> Widget {
+package func label(_ text: String, classes: [String] = [], wrap: Bool = true) -> Widget {
     let label = shown(gtk_label_new(text)!)
     gtk_label_set_line_wrap(cast(label), wrap ? 1 : 0)
     gtk_label_set_xalign(cast(label), 0)
@@ -195,17 +195,17 @@ func label(_ text: String, classes: [String] = [], wrap: Bool = true) -> Widget 
     return label
 }
 
-func box(vertical: Bool, spacing: Int32 = 6) -> Widget {
+package func box(vertical: Bool, spacing: Int32 = 6) -> Widget {
     shown(gtk_box_new(vertical ? GTK_ORIENTATION_VERTICAL : GTK_ORIENTATION_HORIZONTAL, spacing)!)
 }
 
 /// Adds `child` to a box (after the others), a bin or a window.
-func append(_ parent: Widget, _ child: Widget) {
+package func append(_ parent: Widget, _ child: Widget) {
     gtk_container_add(cast(parent), child)
 }
 
 /// The children of a container, in order; none for another widget.
-func children(_ widget: Widget) -> [Widget] {
+package func children(_ widget: Widget) -> [Widget] {
     guard g_type_check_instance_is_a(UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GTypeInstance.self), gtk_container_get_type()) != 0
     else { return [] }
     let list = gtk_container_get_children(cast(widget))
@@ -219,7 +219,7 @@ func children(_ widget: Widget) -> [Widget] {
     return result
 }
 
-func button(_ title: String?, icon: String? = nil, _ action: @escaping () -> Void) -> Widget {
+package func button(_ title: String?, icon: String? = nil, _ action: @escaping () -> Void) -> Widget {
     let button: Widget
     if let icon, title == nil {
         button = shown(gtk_button_new_from_icon_name(icon, GTK_ICON_SIZE_BUTTON)!)
@@ -232,7 +232,7 @@ func button(_ title: String?, icon: String? = nil, _ action: @escaping () -> Voi
 }
 
 /// A button's child: its title, after its icon when it has one.
-func setContent(of button: Widget, title: String, icon: String?) {
+package func setContent(of button: Widget, title: String, icon: String?) {
     guard let icon else { return gtk_button_set_label(cast(button), title) }
     let content = box(vertical: false, spacing: 6)
     let image = shown(gtk_image_new_from_icon_name(icon, GTK_ICON_SIZE_BUTTON)!)
@@ -243,16 +243,16 @@ func setContent(of button: Widget, title: String, icon: String?) {
 }
 
 /// Sets what a screen reader says for `widget`.
-func setAccessibleLabel(_ widget: Widget, _ text: String) {
+package func setAccessibleLabel(_ widget: Widget, _ text: String) {
     guard let accessible = gtk_widget_get_accessible(widget) else { return }
     atk_object_set_name(accessible, text)
 }
 
 /// G_TYPE_BOOLEAN, a macro over a fundamental type number.
-func G_TYPE_BOOLEAN_TYPE() -> GType { GType(5 << 2) }
+package func G_TYPE_BOOLEAN_TYPE() -> GType { GType(5 << 2) }
 
 /// Asks GTK for its dark style (`true`) or its light one.
-func preferDarkStyle(_ dark: Bool) {
+package func preferDarkStyle(_ dark: Bool) {
     guard let settings = gtk_settings_get_default() else { return }
     var value = GValue()
     g_value_init(&value, G_TYPE_BOOLEAN_TYPE())
@@ -261,7 +261,7 @@ func preferDarkStyle(_ dark: Bool) {
     g_value_unset(&value)
 }
 
-func setMargins(_ widget: Widget, top: Int32, left: Int32, bottom: Int32, right: Int32) {
+package func setMargins(_ widget: Widget, top: Int32, left: Int32, bottom: Int32, right: Int32) {
     gtk_widget_set_margin_top(widget, top)
     gtk_widget_set_margin_start(widget, left)
     gtk_widget_set_margin_bottom(widget, bottom)
@@ -269,7 +269,7 @@ func setMargins(_ widget: Widget, top: Int32, left: Int32, bottom: Int32, right:
 }
 
 /// The picture in `bytes` (PNG or JPEG), or nil when GdkPixbuf cannot read them.
-func pixbuf(bytes: Data) -> OpaquePointer? {
+package func pixbuf(bytes: Data) -> OpaquePointer? {
     guard let loader = gdk_pixbuf_loader_new() else { return nil }
     defer { g_object_unref(UnsafeMutableRawPointer(loader)) }
     var error: UnsafeMutablePointer<GError>?
@@ -286,7 +286,7 @@ func pixbuf(bytes: Data) -> OpaquePointer? {
 }
 
 /// The picture in the file at `path`, or nil.
-func pixbuf(file path: String) -> OpaquePointer? {
+package func pixbuf(file path: String) -> OpaquePointer? {
     var error: UnsafeMutablePointer<GError>?
     let pixbuf = gdk_pixbuf_new_from_file(path, &error)
     if let error { g_error_free(error) }
@@ -295,7 +295,7 @@ func pixbuf(file path: String) -> OpaquePointer? {
 
 /// An image of `pixbuf` scaled, keeping its shape, to fill
 /// `width`×`height` as far as it can; takes the pixbuf.
-func picture(_ pixbuf: OpaquePointer, width: Int32, height: Int32) -> Widget {
+package func picture(_ pixbuf: OpaquePointer, width: Int32, height: Int32) -> Widget {
     defer { g_object_unref(UnsafeMutableRawPointer(pixbuf)) }
     let (w, h) = (gdk_pixbuf_get_width(pixbuf), gdk_pixbuf_get_height(pixbuf))
     let scale = min(Double(width) / Double(max(w, 1)), Double(height) / Double(max(h, 1)))
@@ -305,12 +305,12 @@ func picture(_ pixbuf: OpaquePointer, width: Int32, height: Int32) -> Widget {
     return shown(gtk_image_new_from_pixbuf(scaled)!)
 }
 
-func loadCSS(_ css: String) {
+package func loadCSS(_ css: String) {
     let provider = gtk_css_provider_new()!
     var error: UnsafeMutablePointer<GError>?
     gtk_css_provider_load_from_data(provider, css, -1, &error)
     if let error {
-        FileSystem.writeAll(2, "today-view: the style sheet: \(String(cString: error.pointee.message))\n")
+        say(2, "\(programName): the style sheet: \(String(cString: error.pointee.message))\n")
         g_error_free(error)
     }
     if let screen = gdk_screen_get_default() {
@@ -318,13 +318,13 @@ func loadCSS(_ css: String) {
     }
 }
 
-func typeName(_ widget: Widget) -> String {
+package func typeName(_ widget: Widget) -> String {
     String(cString: g_type_name(G_TYPE_FROM_INSTANCE_TYPE(widget)))
 }
 
 /// The text of every visible label and button under `widget`, in tree
 /// order: what the window shows, for tests and `--describe`.
-func visibleTexts(_ widget: Widget) -> [String] {
+package func visibleTexts(_ widget: Widget) -> [String] {
     guard gtk_widget_get_visible(widget) != 0 else { return [] }
     var texts: [String] = []
     if typeName(widget) == "GtkLabel", let text = gtk_label_get_text(cast(widget)) {
@@ -338,7 +338,7 @@ func visibleTexts(_ widget: Widget) -> [String] {
 /// moves it: a line per stop naming what has the focus (a card row by its
 /// accessible label, a button by its text), until the focus comes round
 /// again. For tests and `--describe`.
-func focusChain(_ window: Widget) -> [String] {
+package func focusChain(_ window: Widget) -> [String] {
     var stops: [String] = []
     var seen: [UnsafeMutableRawPointer] = []
     // The window as the desktop makes it when it is chosen: active, with
@@ -361,13 +361,13 @@ func focusChain(_ window: Widget) -> [String] {
 }
 
 /// G_TYPE_FROM_INSTANCE, a macro: the class's type of an instance.
-func G_TYPE_FROM_INSTANCE_TYPE(_ widget: Widget) -> GType {
+package func G_TYPE_FROM_INSTANCE_TYPE(_ widget: Widget) -> GType {
     UnsafeMutableRawPointer(widget).assumingMemoryBound(to: GTypeInstance.self).pointee.g_class.pointee.g_type
 }
 
 /// Draws `widget` once, as GTK draws it on screen, into a PNG at `path`
 /// (written beside it and renamed over it: a reader sees a whole picture).
-func savePNG(of widget: Widget, to path: String) -> Bool {
+package func savePNG(of widget: Widget, to path: String) -> Bool {
     layOutNow(widget)
     let width = gtk_widget_get_allocated_width(widget), height = gtk_widget_get_allocated_height(widget)
     guard width > 1, height > 1, let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height) else { return false }
@@ -406,7 +406,7 @@ private let iconSizeKey = "today-icon-size"
 
 /// A card's icon, 24 pixels: the image file at `file`, else the theme's
 /// icon `named`. Named `card-icon`, for `cardIcons`.
-func cardIcon(file: String?, named: String) -> Widget {
+package func cardIcon(file: String?, named: String) -> Widget {
     let image: Widget
     if let file, let loaded = pixbuf(file: file) {
         let size = (Int(gdk_pixbuf_get_width(loaded)) << 16) | Int(gdk_pixbuf_get_height(loaded))
@@ -425,7 +425,7 @@ func cardIcon(file: String?, named: String) -> Widget {
 /// that loaded (the file's size), `icon NAME: named ICON (in the
 /// theme|not in the theme)`, or `icon NAME: missing` where GTK could not
 /// load the file. NAME is the label beside it, the card's name.
-func cardIcons(_ widget: Widget) -> [String] {
+package func cardIcons(_ widget: Widget) -> [String] {
     guard gtk_widget_get_visible(widget) != 0 else { return [] }
     var lines: [String] = []
     let inside = children(widget)
@@ -453,7 +453,7 @@ func cardIcons(_ widget: Widget) -> [String] {
 
 /// The height of the default screen's first monitor, in pixels (a
 /// window can be no higher).
-func screenHeight() -> Int32 {
+package func screenHeight() -> Int32 {
     guard let display = gdk_display_get_default(), let monitor = gdk_display_get_monitor(display, 0) else { return 16_000 }
     var area = GdkRectangle()
     gdk_monitor_get_geometry(monitor, &area)
@@ -461,7 +461,7 @@ func screenHeight() -> Int32 {
 }
 
 /// The height `widget` would like at `width`.
-func naturalHeight(_ widget: Widget, width: Int32) -> Int32 {
+package func naturalHeight(_ widget: Widget, width: Int32) -> Int32 {
     var minimum: Int32 = 0
     var natural: Int32 = 0
     gtk_widget_get_preferred_height_for_width(widget, width, &minimum, &natural)
@@ -471,7 +471,7 @@ func naturalHeight(_ widget: Widget, width: Int32) -> Int32 {
 /// For each row of `list`, whether all of it lies inside `window`: a line
 /// `card N of M: in the picture` or `card N of M: cut off`, for tests and
 /// `--describe`.
-func rowsInside(_ list: Widget, window: Widget) -> [String] {
+package func rowsInside(_ list: Widget, window: Widget) -> [String] {
     let rows = children(list)
     let height = gtk_widget_get_allocated_height(window)
     return rows.enumerated().map { index, row in
@@ -485,7 +485,7 @@ func rowsInside(_ list: Widget, window: Widget) -> [String] {
 
 /// Runs `body` when `widget` (an event box) is clicked with the first
 /// button, and stops the click there.
-func onClick(_ widget: Widget, _ body: @escaping () -> Void) {
+package func onClick(_ widget: Widget, _ body: @escaping () -> Void) {
     final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
@@ -501,4 +501,14 @@ func onClick(_ widget: Widget, _ body: @escaping () -> Void) {
         if let data { Unmanaged<Box>.fromOpaque(data).release() }
     }
     g_signal_connect_data(raw(widget), "button-release-event", unsafeBitCast(handler, to: GCallback.self), data, release, GConnectFlags(rawValue: 0))
+}
+
+/// The program's name as its messages begin: `today-view`, `today-banners`.
+package let programName = CommandLine.arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? "today"
+
+/// Writes `text` to standard output (1) or error (2), however many writes
+/// that takes; a write that fails is dropped, there being nowhere else to
+/// say so.
+package func say(_ fd: Int32, _ text: String) {
+    try? FileDescriptor(borrowing: fd).write(all: Array(text.utf8))
 }

@@ -1,17 +1,26 @@
 import CGtk
 import FoundationEssentials
-import TodayCore
 import TodayProtocol
 
 /// What a notification's controls do; the view and the banners each pass
 /// their calls to todayd.
-struct NotificationControls {
+package struct NotificationControls {
     /// An action chosen: its key (`default`: the notification itself).
-    var invoke: (UInt32, String) -> Void
-    var reply: (UInt32, String) -> Void
-    var dismiss: (UInt32) -> Void
+    package var invoke: (UInt32, String) -> Void
+    package var reply: (UInt32, String) -> Void
+    package var dismiss: (UInt32) -> Void
     /// A link in the body: opened through OpenURL.
-    var openLink: (String) -> Void
+    package var openLink: (String) -> Void
+
+    package init(
+        invoke: @escaping (UInt32, String) -> Void, reply: @escaping (UInt32, String) -> Void, dismiss: @escaping (UInt32) -> Void,
+        openLink: @escaping (String) -> Void
+    ) {
+        self.invoke = invoke
+        self.reply = reply
+        self.dismiss = dismiss
+        self.openLink = openLink
+    }
 }
 
 /// The key under which a row keeps its notification's id.
@@ -21,7 +30,7 @@ private let notificationKey = "today-notification-id"
 private let cardKey = "today-notification-card"
 
 /// The id of the notification a row shows (0: none).
-func notificationID(of row: Widget) -> UInt32 {
+package func notificationID(of row: Widget) -> UInt32 {
     UInt32(truncatingIfNeeded: Int(bitPattern: g_object_get_data(object(row), notificationKey)))
 }
 
@@ -31,7 +40,7 @@ func notificationID(of row: Widget) -> UInt32 {
 /// button; the summary, the body (its markup), the picture, the progress,
 /// a button for each action and a reply field where it takes one.
 @MainActor
-func notificationRow(_ entry: NotificationEntry, now: Date, controls: NotificationControls, showApp: Bool = true) -> Widget {
+package func notificationRow(_ entry: NotificationEntry, now: Date, controls: NotificationControls, showApp: Bool = true) -> Widget {
     let card = NotificationCard(controls: controls, showApp: showApp)
     card.fill(entry, now: now)
     return card.row
@@ -45,10 +54,10 @@ func notificationRow(_ entry: NotificationEntry, now: Date, controls: Notificati
 /// is the new text laid out, not a whole tree of widgets made and styled.
 /// The row keeps its card for as long as it lives.
 @MainActor
-final class NotificationCard {
-    let row: Widget
+package final class NotificationCard {
+    package let row: Widget
     /// What it shows; nil while it has shown nothing.
-    private(set) var entry: NotificationEntry?
+    package private(set) var entry: NotificationEntry?
     private let controls: NotificationControls
     private let showApp: Bool
     private let content: Widget
@@ -67,9 +76,9 @@ final class NotificationCard {
     private var reply: (field: Widget, placeholder: String)?
 
     /// The least width of the summary and the body, in characters.
-    static let leastCharacters: Int32 = 24
+    package static let leastCharacters: Int32 = 24
 
-    init(controls: NotificationControls, showApp: Bool) {
+    package init(controls: NotificationControls, showApp: Bool) {
         self.controls = controls
         self.showApp = showApp
         row = shown(gtk_list_box_row_new()!)
@@ -120,13 +129,13 @@ final class NotificationCard {
     }
 
     /// The card `row` was made with, if it is a notification's row.
-    static func of(_ row: Widget) -> NotificationCard? {
+    package static func of(_ row: Widget) -> NotificationCard? {
         g_object_get_data(object(row), cardKey).map { Unmanaged<NotificationCard>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Shows `entry`: the texts, and the parts it has, made or dropped as
     /// it has them.
-    func fill(_ entry: NotificationEntry, now: Date) {
+    package func fill(_ entry: NotificationEntry, now: Date) {
         let old = self.entry
         self.entry = entry
         let id = entry.id
@@ -225,7 +234,7 @@ final class NotificationCard {
     }
 
     /// Empties the card for later use: it answers to no notification.
-    func clear() {
+    package func clear() {
         entry = nil
         g_object_set_data(object(row), notificationKey, nil)
     }
@@ -238,7 +247,7 @@ private func setText(_ label: Widget, _ text: String) {
 }
 
 /// An app's icon, 16 pixels: a file, else a name from the icon theme.
-func appIcon(_ icon: String) -> Widget {
+package func appIcon(_ icon: String) -> Widget {
     let path = icon.hasPrefix("file://") ? String(icon.dropFirst(7)) : icon
     if path.hasPrefix("/"), let loaded = pixbuf(file: path) { return picture(loaded, width: 16, height: 16) }
     let image = shown(gtk_image_new_from_icon_name(icon.isEmpty || path.hasPrefix("/") ? "dialog-information-symbolic" : icon, GTK_ICON_SIZE_MENU)!)
@@ -248,7 +257,7 @@ func appIcon(_ icon: String) -> Widget {
 
 /// Connects a label's `activate-link` to `body`, which gets the link's
 /// URI; GTK's own opening is never used.
-func onActivateLink(_ label: Widget, _ body: @escaping (String) -> Void) {
+package func onActivateLink(_ label: Widget, _ body: @escaping (String) -> Void) {
     final class Box {
         let body: (String) -> Void
         init(_ body: @escaping (String) -> Void) { self.body = body }
@@ -266,7 +275,7 @@ func onActivateLink(_ label: Widget, _ body: @escaping (String) -> Void) {
 }
 
 /// The style of notifications, in the view and the banners.
-let notificationCSS = """
+package let notificationCSS = """
     .notification { padding: 10px 12px; border-radius: 10px; background: alpha(currentColor, 0.06); }
     .notification.critical { border-left: 4px solid #c01c28; }
     .notification.closed .summary { opacity: 0.75; }
@@ -276,7 +285,7 @@ let notificationCSS = """
 
 /// An activation token for the app an action will bring forward (XDG
 /// activation on Wayland, a startup notification id on X11), or nil.
-func activationToken() -> String? {
+package func activationToken() -> String? {
     guard let display = gdk_display_get_default(), let context = gdk_display_get_app_launch_context(display) else { return nil }
     defer { g_object_unref(UnsafeMutableRawPointer(context)) }
     let launch = UnsafeMutableRawPointer(context).assumingMemoryBound(to: GAppLaunchContext.self)
