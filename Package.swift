@@ -80,6 +80,7 @@ let package = Package(
         .executableTarget(name: "plist-bench", dependencies: ["PropertyList"], path: "Benchmarks/plist-bench"),
         .executableTarget(name: "bundle-bench", dependencies: ["TodayCore"], path: "Benchmarks/bundle-bench"),
         .executableTarget(name: "trivial-provider", dependencies: ["TodayKit"], path: "Benchmarks/trivial-provider"),
+        .executableTarget(name: "runtime-idle-floor", path: "Benchmarks/runtime-idle-floor"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PosixTests", dependencies: ["Posix"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
