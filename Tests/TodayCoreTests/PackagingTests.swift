@@ -47,13 +47,23 @@ import TodayProtocol
         #expect(Self.element(Today.provider.name.rawValue, in: installed) != nil)
     }
 
+    /// The banners idle small (design.md, "A program of its own"): their program
+    /// links nothing that brings libxml2, whose ICU alone is half a MiB.
+    @Test func theBannersNeverLoadLibxml2() async throws {
+        let banners = Paths.root.appendingPathComponent(".build/debug/today-banners").path
+        let needed = try await run(["readelf", "--dynamic", banners])
+        #expect(needed.status == 0, "\(needed.error)")
+        #expect(needed.output.contains("libgtk-3.so"), "\(needed.output)")
+        #expect(!needed.output.contains("libxml2"), "\(needed.output)")
+    }
+
     @Test func installLaysOutEveryFile() async throws {
         let root = try temporaryDirectory("install")
         defer { try? FileManager.default.removeItem(at: root) }
         let install = try await run([Paths.root.appendingPathComponent("scripts/install").path, Paths.root.appendingPathComponent(".build/debug").path, "/usr", root.path])
         #expect(install.status == 0, "\(install.error)")
         let expected: [(String, Int)] = [
-            ("usr/bin/todayd", 0o755), ("usr/bin/todayctl", 0o755), ("usr/bin/today-view", 0o755),
+            ("usr/bin/todayd", 0o755), ("usr/bin/todayctl", 0o755), ("usr/bin/today-view", 0o755), ("usr/bin/today-banners", 0o755),
             ("usr/share/applications/io.github.todayd.TodayView.desktop", 0o644),
             ("usr/lib/systemd/user/todayd.service", 0o644),
             ("usr/share/dbus-1/services/io.github.todayd.Today1.service", 0o644),
