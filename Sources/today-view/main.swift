@@ -47,6 +47,9 @@ while let argument = arguments.next() {
     switch argument {
     case "--pane": pane = true
     case "--toggle": toggle = true
+    case "--banners":
+        FileSystem.writeAll(2, "today-view: the banners are a program of their own now: run today-banners (the bus starts it at the first banner)\n")
+        exit(2)
     case "--window": windowed = true
     case "--first-frame": firstFrame = true
     case "--edit": editing = true
