@@ -92,6 +92,12 @@ public final class FileDescriptor: Sendable {
         }
     }
 
+    /// Writes all of `text` as UTF-8, giving up on an error: for standard
+    /// output and error, where a failed write has nowhere else to be told.
+    public func writeAll(_ text: String) {
+        try? write(all: Array(text.utf8))
+    }
+
     public func write<Bytes: ContiguousBytes>(all bytes: Bytes) throws(Errno) {
         // ContiguousBytes' closure is not typed-throws: carry the error out.
         let failure: Errno? = bytes.withUnsafeBytes { buffer in

@@ -310,7 +310,7 @@ package func loadCSS(_ css: String) {
     var error: UnsafeMutablePointer<GError>?
     gtk_css_provider_load_from_data(provider, css, -1, &error)
     if let error {
-        say(2, "\(programName): the style sheet: \(String(cString: error.pointee.message))\n")
+        FileDescriptor.standardError.writeAll("\(programName): the style sheet: \(String(cString: error.pointee.message))\n")
         g_error_free(error)
     }
     if let screen = gdk_screen_get_default() {
@@ -505,10 +505,3 @@ package func onClick(_ widget: Widget, _ body: @escaping () -> Void) {
 
 /// The program's name as its messages begin: `today-view`, `today-banners`.
 package let programName = CommandLine.arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? "today"
-
-/// Writes `text` to standard output (1) or error (2), however many writes
-/// that takes; a write that fails is dropped, there being nowhere else to
-/// say so.
-package func say(_ fd: Int32, _ text: String) {
-    try? FileDescriptor(borrowing: fd).write(all: Array(text.utf8))
-}

@@ -43,7 +43,7 @@ package enum Style: String {
                     [.string("org.freedesktop.appearance"), .string("color-scheme")], timeout: .seconds(10))
                 if let value = try? reply.value(Variant.self, answering: "Read"), let dark = colorScheme(value.value) { apply(dark) }
             } catch let error as DBusError where error.name == .noReply || error.name == .timeout {
-                say(2, "\(programName): the settings portal did not answer within 10 s; light or dark as GTK has it\n")
+                FileDescriptor.standardError.writeAll("\(programName): the settings portal did not answer within 10 s; light or dark as GTK has it\n")
             } catch {
                 // No portal, or no such setting: GTK's own.
             }

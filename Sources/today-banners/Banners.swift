@@ -202,12 +202,12 @@ final class Banners {
             onMainLoop { [self] in
                 MainActor.assumeIsolated {
                     guard reply == .primaryOwner || reply == .alreadyOwner else {
-                        say(2, "\(programName): another program shows the banners (\(Notifications.bannersName.rawValue) has an owner)\n")
+                        FileDescriptor.standardError.writeAll("\(programName): another program shows the banners (\(Notifications.bannersName.rawValue) has an owner)\n")
                         status = 1
                         finished = true
                         return
                     }
-                    if describe { say(1, "banners: serving\n") }
+                    if describe { FileDescriptor.standardOutput.writeAll("banners: serving\n") }
                 }
             }
         }
@@ -220,7 +220,7 @@ final class Banners {
             Today.busName, path: Today.managerPath, interface: Notifications.today.name, member: method.method.name,
             method.values(repeat each inputs)
         ) { result in
-            if case .failure(let error) = result { say(2, "\(programName): \(method.method.name.rawValue): \(error)\n") }
+            if case .failure(let error) = result { FileDescriptor.standardError.writeAll("\(programName): \(method.method.name.rawValue): \(error)\n") }
         }
     }
 
@@ -343,7 +343,7 @@ final class Banners {
         cards = next
         gtk_list_box_invalidate_filter(cast(list))
         gtk_list_box_invalidate_sort(cast(list))
-        if describe, !showing.isEmpty { say(1, "rows: \(made) made, \(filled) filled, \(showing.count - filled) kept\n") }
+        if describe, !showing.isEmpty { FileDescriptor.standardOutput.writeAll("rows: \(made) made, \(filled) filled, \(showing.count - filled) kept\n") }
         if showing.isEmpty {
             gtk_widget_hide(window)
             idleSince = now
@@ -365,7 +365,7 @@ final class Banners {
                 gtk_widget_get_preferred_size(window, nil, &natural)
                 let width = max(natural.width, Self.width)
                 gtk_window_move(cast(window), corner.x - width, corner.y)
-                if describe { say(1, "placed: \(corner.x - width) \(corner.y) \(width)\n") }
+                if describe { FileDescriptor.standardOutput.writeAll("placed: \(corner.x - width) \(corner.y) \(width)\n") }
             }
             // As small as what it shows.
             gtk_window_resize(cast(window), Self.width, 1)
@@ -418,7 +418,7 @@ final class Banners {
         let state = "banners: \(showing.map { "\($0.id)" }.joined(separator: " ")) queued: \(queued.map { "\($0.id)" }.joined(separator: " "))"
         guard state != announced else { return }
         announced = state
-        say(1, state + "\n")
+        FileDescriptor.standardOutput.writeAll(state + "\n")
     }
 
     /// Presses each action asked for (--press KEY) on the first banner that
@@ -432,7 +432,7 @@ final class Banners {
         {
             let text = replies[repliesSent]
             repliesSent += 1
-            if describe { say(1, "replied on \(notificationID(of: row))\n") }
+            if describe { FileDescriptor.standardOutput.writeAll("replied on \(notificationID(of: row))\n") }
             gtk_entry_set_text(cast(field), text)
             gtk_widget_activate(field)
             return
@@ -444,7 +444,7 @@ final class Banners {
                     let control = findButton(in: row, labelled: label)
                 else { continue }
                 pressed.insert(key)
-                if describe { say(1, "pressed \(key) on \(entry.id)\n") }
+                if describe { FileDescriptor.standardOutput.writeAll("pressed \(key) on \(entry.id)\n") }
                 gtk_button_clicked(cast(control))
                 return
             }
@@ -454,9 +454,9 @@ final class Banners {
     private func takeScreenshot() {
         guard let screenshot, let window, !showing.isEmpty else { return }
         if savePNG(of: window, to: screenshot) {
-            if describe { say(1, "picture: \(showing.count) banners\n") }
+            if describe { FileDescriptor.standardOutput.writeAll("picture: \(showing.count) banners\n") }
         } else {
-            say(2, "\(programName): cannot render the banners to \(screenshot)\n")
+            FileDescriptor.standardError.writeAll("\(programName): cannot render the banners to \(screenshot)\n")
         }
     }
 }

@@ -18,6 +18,7 @@ import CGtk
 import DBus
 import FoundationEssentials
 import Glibc
+import Posix
 import TodayGtk
 
 var stay = false
@@ -34,7 +35,7 @@ if let starter = ProcessInfo.processInfo.environment["DBUS_STARTER_ADDRESS"], !s
 /// The value after `option`, or a usage error.
 func value(after option: String, _ arguments: inout IndexingIterator<[String]>, _ what: String) -> String {
     guard let value = arguments.next() else {
-        say(2, "today-banners: \(option) takes \(what)\n")
+        FileDescriptor.standardError.writeAll("today-banners: \(option) takes \(what)\n")
         exit(2)
     }
     return value
@@ -50,15 +51,15 @@ while let argument = arguments.next() {
     case "--reply": replies.append(value(after: argument, &arguments, "a text"))
     case "--address": address = value(after: argument, &arguments, "a bus address")
     case "--help", "-h":
-        say(1, "usage: today-banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]\n")
+        FileDescriptor.standardOutput.writeAll("usage: today-banners [--stay] [--describe] [--screenshot FILE.png] [--press KEY]... [--reply TEXT]... [--address ADDR]\n")
         exit(0)
     default:
-        say(2, "today-banners: unknown argument '\(argument)'\n")
+        FileDescriptor.standardError.writeAll("today-banners: unknown argument '\(argument)'\n")
         exit(2)
     }
 }
 guard let address, !address.isEmpty, let connection = try? Connection(address: address) else {
-    say(2, "today-banners: no session bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR\n")
+    FileDescriptor.standardError.writeAll("today-banners: no session bus: set DBUS_SESSION_BUS_ADDRESS or pass --address ADDR\n")
     exit(1)
 }
 

@@ -28,7 +28,7 @@ extension FileSystem {
         try? FileDescriptor(borrowing: fd).write(all: data)
     }
 
-    package static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
+    package static func writeAll(_ fd: Int32, _ text: String) { FileDescriptor(borrowing: fd).writeAll(text) }
 }
 
 /// Which file a path names, and its version: device, inode, size and
