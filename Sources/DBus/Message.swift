@@ -136,7 +136,15 @@ final class MessageHandle: @unchecked Sendable {
         )
     }
 
+    /// The body's values, read from its bytes (`WireReader`), or through
+    /// libdbus's iterators where it carries file descriptors.
     func decodeBody() throws -> [Value] {
+        if let values = try WireReader.body(of: pointer, signature: signature) { return values }
+        return try decodeBodyThroughIterators()
+    }
+
+    /// The body's values as libdbus's iterators read them.
+    func decodeBodyThroughIterators() throws -> [Value] {
         var iterator = DBusMessageIter()
         guard dbus_message_iter_init(pointer, &iterator) != 0 else { return [] }
         var values: [Value] = []

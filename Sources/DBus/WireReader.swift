@@ -1,0 +1,248 @@
+import CDBus
+import FoundationEssentials
+import Glibc
+
+/// A received message's body read from its bytes as the specification
+/// marshals them, rather than through libdbus's iterators, which walk the
+/// signature again for every value and cost several times more (a Notify's
+/// eight arguments and hints took most of a message's decoding time).
+///
+/// libdbus checked the body against its signature when the message
+/// arrived; the reader still checks every length, offset and type code it
+/// uses, and throws rather than read past the end or trap. Bodies that
+/// carry file descriptors (`h`) are left to the iterators, which hand
+/// out duplicates of the descriptors the message holds.
+struct WireReader {
+    /// The message as D-Bus marshals it: fixed header, fields, body.
+    private let bytes: UnsafeRawBufferPointer
+    private let bigEndian: Bool
+    /// The next byte to read. Alignment counts from the message's start.
+    private var offset: Int
+    /// Where the body ends.
+    private var end: Int
+
+    /// The values of `message`'s body, or nil where the reader leaves it
+    /// to libdbus (its body carries file descriptors).
+    static func body(of message: OpaquePointer, signature: String) throws -> [Value]? {
+        guard !signature.isEmpty else { return [] }
+        guard !signature.utf8.contains(UInt8(ascii: "h")) else { return nil }
+        let types: [DBusType]
+        do {
+            types = try DBusType.parseList(signature)
+        } catch {
+            throw DBusError.invalidArgs("the message's signature '\(signature)' is not valid")
+        }
+        var marshalled: UnsafeMutablePointer<CChar>?
+        var count: Int32 = 0
+        guard dbus_message_marshal(message, &marshalled, &count) != 0, let marshalled else {
+            throw DBusError(.noMemory, "out of memory reading a message")
+        }
+        defer { dbus_free(marshalled) }
+        let buffer = UnsafeRawBufferPointer(start: marshalled, count: Int(count))
+        var reader = try WireReader(message: buffer)
+        var values: [Value] = []
+        values.reserveCapacity(types.count)
+        do {
+            for type in types {
+                values.append(try reader.read(type))
+            }
+        } catch is CarriesDescriptors {
+            return nil
+        }
+        return values
+    }
+
+    /// A variant holds a file descriptor: the body is libdbus's to read.
+    private struct CarriesDescriptors: Error {}
+
+    /// A reader at the start of `message`'s body.
+    init(message: UnsafeRawBufferPointer) throws {
+        bytes = message
+        guard message.count >= 16 else { throw Self.malformed("shorter than its fixed header") }
+        switch message[0] {
+        case UInt8(ascii: "l"): bigEndian = false
+        case UInt8(ascii: "B"): bigEndian = true
+        default: throw Self.malformed("of an unknown byte order")
+        }
+        // The body's length at 4, the header fields' at 12; the body
+        // starts at the next multiple of 8 after the fields.
+        offset = 4
+        end = message.count
+        let bodyLength = Int(try readUInt32())
+        offset = 12
+        let fieldsLength = Int(try readUInt32())
+        let bodyStart = (16 + fieldsLength + 7) & ~7
+        guard bodyStart <= message.count, bodyLength <= message.count - bodyStart else {
+            throw Self.malformed("whose body does not fit its length")
+        }
+        offset = bodyStart
+        end = bodyStart + bodyLength
+    }
+
+    private static func malformed(_ what: String) -> DBusError {
+        .invalidArgs("a message \(what)")
+    }
+
+    // MARK: Reading values
+
+    mutating func read(_ type: DBusType) throws -> Value {
+        switch type {
+        case .byte: return .byte(try take(1) { $0.load(as: UInt8.self) })
+        case .boolean:
+            let raw = try readUInt32()
+            guard raw <= 1 else { throw Self.malformed("with a boolean that is neither 0 nor 1") }
+            return .boolean(raw == 1)
+        case .int16: return .int16(Int16(bitPattern: try readUInt16()))
+        case .uint16: return .uint16(try readUInt16())
+        case .int32: return .int32(Int32(bitPattern: try readUInt32()))
+        case .uint32: return .uint32(try readUInt32())
+        case .int64: return .int64(Int64(bitPattern: try readUInt64()))
+        case .uint64: return .uint64(try readUInt64())
+        case .double: return .double(Double(bitPattern: try readUInt64()))
+        case .string: return .string(try readString())
+        case .objectPath: return .objectPath(ObjectPath(unchecked: try readString()))
+        case .signature:
+            let text = try readSignature()
+            guard let signature = Signature(rawValue: text) else { throw Self.malformed("with an invalid signature '\(text)'") }
+            return .signature(signature)
+        case .unixFD:
+            // Only libdbus can hand out the descriptor the index names.
+            throw CarriesDescriptors()
+        case .variant:
+            let text = try readSignature()
+            guard let inner = Self.singleType(text) else { throw Self.malformed("with a variant of signature '\(text)'") }
+            if Self.carriesDescriptors(inner) { throw CarriesDescriptors() }
+            return .variant(try read(inner))
+        case .structure(let fields):
+            try align(8)
+            var values: [Value] = []
+            values.reserveCapacity(fields.count)
+            for field in fields { values.append(try read(field)) }
+            return .structure(values)
+        case .array(let element):
+            let (start, stop) = try arrayBounds(element)
+            if element == .byte {
+                offset = stop
+                return .bytes(Data(UnsafeRawBufferPointer(rebasing: bytes[start..<stop])))
+            }
+            var values: [Value] = []
+            while offset < stop { values.append(try read(element)) }
+            guard offset == stop else { throw Self.malformed("whose array ends inside an element") }
+            return .array(element, values)
+        case .dictionary(let key, let value):
+            let (_, stop) = try arrayBounds(.structure([key, value]))
+            var entries: [DictionaryEntry] = []
+            while offset < stop {
+                try align(8)
+                let k = try read(key)
+                entries.append(DictionaryEntry(k, try read(value)))
+            }
+            guard offset == stop else { throw Self.malformed("whose dictionary ends inside an entry") }
+            return .dictionary(key: key, value: value, entries)
+        }
+    }
+
+    /// The one complete type `text` names; the common basic ones without
+    /// parsing (a variant of `s` or `u` is most of what `a{sv}` holds).
+    private static func singleType(_ text: String) -> DBusType? {
+        var utf8 = text.utf8.makeIterator()
+        if let first = utf8.next(), utf8.next() == nil {
+            switch first {
+            case UInt8(ascii: "s"): return .string
+            case UInt8(ascii: "u"): return .uint32
+            case UInt8(ascii: "i"): return .int32
+            case UInt8(ascii: "b"): return .boolean
+            case UInt8(ascii: "y"): return .byte
+            case UInt8(ascii: "x"): return .int64
+            case UInt8(ascii: "t"): return .uint64
+            case UInt8(ascii: "d"): return .double
+            case UInt8(ascii: "o"): return .objectPath
+            default: break
+            }
+        }
+        guard let types = try? DBusType.parseList(text), types.count == 1 else { return nil }
+        return types[0]
+    }
+
+    private static func carriesDescriptors(_ type: DBusType) -> Bool {
+        switch type {
+        case .unixFD: true
+        case .array(let element): carriesDescriptors(element)
+        case .dictionary(let key, let value): carriesDescriptors(key) || carriesDescriptors(value)
+        case .structure(let fields): fields.contains(where: carriesDescriptors)
+        default: false
+        }
+    }
+
+    /// Reads an array's length and the padding to its first element; the
+    /// offsets its elements run between, the reader at the first.
+    private mutating func arrayBounds(_ element: DBusType) throws -> (Int, Int) {
+        let length = Int(try readUInt32())
+        try align(Self.alignment(of: element))
+        guard length <= end - offset else { throw Self.malformed("whose array is longer than its body") }
+        return (offset, offset + length)
+    }
+
+    private static func alignment(of type: DBusType) -> Int {
+        switch type {
+        case .byte, .signature, .variant: 1
+        case .int16, .uint16: 2
+        case .boolean, .int32, .uint32, .unixFD, .string, .objectPath, .array, .dictionary: 4
+        case .int64, .uint64, .double, .structure: 8
+        }
+    }
+
+    // MARK: Reading bytes
+
+    private mutating func align(_ boundary: Int) throws {
+        let aligned = (offset + boundary - 1) & ~(boundary - 1)
+        guard aligned <= end else { throw Self.malformed("cut short") }
+        offset = aligned
+    }
+
+    /// Hands the next `count` bytes to `body` and moves past them.
+    private mutating func take<T>(_ count: Int, _ body: (UnsafeRawBufferPointer) -> T) throws -> T {
+        guard count <= end - offset else { throw Self.malformed("cut short") }
+        defer { offset += count }
+        return body(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
+    }
+
+    private mutating func readUInt16() throws -> UInt16 {
+        try align(2)
+        let raw = try take(2) { $0.loadUnaligned(as: UInt16.self) }
+        return bigEndian ? UInt16(bigEndian: raw) : UInt16(littleEndian: raw)
+    }
+
+    private mutating func readUInt32() throws -> UInt32 {
+        try align(4)
+        let raw = try take(4) { $0.loadUnaligned(as: UInt32.self) }
+        return bigEndian ? UInt32(bigEndian: raw) : UInt32(littleEndian: raw)
+    }
+
+    private mutating func readUInt64() throws -> UInt64 {
+        try align(8)
+        let raw = try take(8) { $0.loadUnaligned(as: UInt64.self) }
+        return bigEndian ? UInt64(bigEndian: raw) : UInt64(littleEndian: raw)
+    }
+
+    /// A string or object path: its length, its UTF-8 and a NUL.
+    private mutating func readString() throws -> String {
+        let length = Int(try readUInt32())
+        return try text(length)
+    }
+
+    /// A signature: its one-byte length, its bytes and a NUL.
+    private mutating func readSignature() throws -> String {
+        let length = Int(try take(1) { $0.load(as: UInt8.self) })
+        return try text(length)
+    }
+
+    private mutating func text(_ length: Int) throws -> String {
+        guard length < end - offset, bytes[offset + length] == 0 else { throw Self.malformed("with a string not ended by NUL") }
+        let utf8 = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
+        if let base = utf8.baseAddress, memchr(base, 0, length) != nil { throw Self.malformed("with a NUL inside a string") }
+        offset += length + 1
+        // libdbus refused the message where this is not UTF-8.
+        return String(decoding: utf8, as: UTF8.self)
+    }
+}
