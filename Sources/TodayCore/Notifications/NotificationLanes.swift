@@ -16,24 +16,35 @@ final class NotificationLanes: Sendable {
 
     /// A sender's calls. A lane exists while a task runs it: it is made
     /// with the task that takes its first call, and let go by the turn
-    /// that finds it empty.
+    /// that finds it empty. Changed in place in the dictionary, never
+    /// copied out of it: a copy would copy every call still waiting.
     private struct Lane {
-        var waiting: [Work] = []
-        /// The next of `waiting` to run (the array is a queue).
-        var head = 0
+        /// A queue: the calls from `head` on wait; those before it have
+        /// been taken (and let go, so that what they hold is freed as they
+        /// run, not when the lane empties).
+        private var waiting: [Work?] = []
+        private var head = 0
 
+        var count: Int { waiting.count - head }
         var isEmpty: Bool { head == waiting.count }
 
+        mutating func append(_ work: @escaping Work) { waiting.append(work) }
+
         mutating func next() -> Work? {
-            guard !isEmpty else { return nil }
-            defer {
-                head += 1
-                if head == waiting.count {
-                    waiting.removeAll(keepingCapacity: true)
-                    head = 0
-                }
+            guard head < waiting.count else { return nil }
+            let work = waiting[head]
+            waiting[head] = nil
+            head += 1
+            // A lane that never empties (a sender that keeps many calls in
+            // flight) drops its taken slots once they are half of it.
+            if head == waiting.count {
+                waiting.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 32, head * 2 >= waiting.count {
+                waiting.removeFirst(head)
+                head = 0
             }
-            return waiting[head]
+            return work
         }
     }
 
@@ -59,10 +70,8 @@ final class NotificationLanes: Sendable {
     func enqueue(_ sender: String, _ work: @escaping Work) -> Bool {
         let start: Bool? = lanes.withLock { lanes in
             let start = lanes[sender] == nil
-            var lane = lanes[sender] ?? Lane()
-            guard lane.waiting.count - lane.head < depth else { return nil }
-            lane.waiting.append(work)
-            lanes[sender] = lane
+            guard lanes[sender, default: Lane()].count < depth else { return nil }
+            lanes[sender, default: Lane()].append(work)
             return start
         }
         guard let start else { return false }
