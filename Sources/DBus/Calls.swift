@@ -105,8 +105,7 @@ extension Connection {
         path: ObjectPath, interface: InterfaceName, member: MemberName, _ arguments: [Value],
         to destination: BusName? = nil
     ) throws {
-        let message = try MessageHandle.signal(path: path, interface: interface, member: member)
-        try message.append(arguments)
+        let message = try MessageHandle.signal(path: path, interface: interface, member: member, arguments)
         if let destination { message.setDestination(destination.rawValue) }
         send(message)
     }
