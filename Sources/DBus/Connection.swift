@@ -15,7 +15,7 @@ import Synchronization
 /// waking the loop. Method handlers run as tasks, so a slow handler never
 /// delays other calls. Call `close()` when done.
 public final class Connection: @unchecked Sendable {
-    // @unchecked: `watches`, `timeouts`, `pending` and `subscriptions` are
+    // @unchecked: `watches`, `timeouts`, `pending`, `subscriptions` and `loopTurn` are
     // touched only on the loop thread (see `isOnLoopThread`); `raw` is used
     // there, and by `send(_:)` from any thread (libdbus is initialised for
     // threads and locks the connection itself); everything else shared
@@ -120,12 +120,13 @@ public final class Connection: @unchecked Sendable {
     /// True while the connection is open.
     public var isOpen: Bool { !shared.withLock { $0.closed } }
 
-    /// Whether messages have been read from the bus and not yet handled.
-    /// A handler on the loop thread that could answer at once can pass its
-    /// work on instead when they have, so that they do not wait behind it.
-    public var hasMessagesWaiting: Bool {
-        dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS
-    }
+    /// Counts the loop's turns: each wakes from the poll, reads what the
+    /// bus sent (at most libdbus's 2,048 bytes a read) and dispatches it. A
+    /// handler on the loop thread that answers at once can count what it
+    /// answered in a turn, and pass the rest on, so that the other messages
+    /// of the turn do not wait behind all of it. Read on the loop thread only.
+    public var turn: UInt64 { loopTurn }
+    private var loopTurn: UInt64 = 0
 
     /// Closes the connection: pending calls fail with `Disconnected`.
     public func close() {
@@ -267,6 +268,7 @@ public final class Connection: @unchecked Sendable {
         var fds: [pollfd] = []
         var polled: [OpaquePointer] = []
         while true {
+            loopTurn &+= 1
             let jobs = shared.withLock { state -> [@Sendable () -> Void] in
                 defer { state.jobs.removeAll(keepingCapacity: true) }
                 return state.jobs

@@ -225,7 +225,7 @@ public final class ExportedInterface: Sendable {
         guard let signal = interface.signal(named: name) else {
             preconditionFailure("\(interface.name) has no signal \(name)")
         }
-        guard arguments.map(\.type) == signal.arguments.map(\.type) else {
+        guard arguments.count == signal.arguments.count, zip(arguments, signal.arguments).allSatisfy({ $0.type == $1.type }) else {
             throw DBusError.invalidArgs("signal \(name) takes \(signal.arguments.map(\.type.signature).joined())")
         }
         let target = state.withLock { state in (state.connection, state.path) }

@@ -352,7 +352,8 @@ public final class ObjectServer: Sendable {
         do {
             let (values, expected) = try result.get()
             if let expected {
-                let actual = values.map(\.type.signature).joined()
+                var actual = ""
+                for value in values { actual += value.type.signature }
                 guard actual == expected else {
                     throw DBusError.failed("the service answered with '\(actual)' where '\(expected)' is declared")
                 }

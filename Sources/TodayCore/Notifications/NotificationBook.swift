@@ -108,7 +108,7 @@ struct NotificationBook: Sendable {
     /// (ListNotifications' reply) is good while it stays the same.
     private(set) var generation: UInt64 = 0
     /// Posted since the last MarkSeen.
-    private(set) var unseen: [UInt32] = []
+    private(set) var unseen: Set<UInt32> = []
     /// Inhibitions by cookie: the connection that asked.
     private(set) var inhibitions: [UInt32: String] = [:]
     private var lastCookie: UInt32 = 0
@@ -251,7 +251,7 @@ struct NotificationBook: Sendable {
         if replaced != nil { order.removeAll { $0 == id } }
         byID[id] = notification
         order.insert(id, at: 0)
-        if !wasUnseen { unseen.append(id) }
+        if !wasUnseen { unseen.insert(id) }
         effects.append(.store(id))
         var evicted: [UInt32] = []
         while order.count > capacity, let oldest = order.last {
@@ -271,7 +271,7 @@ struct NotificationBook: Sendable {
         if byID[id] == undo.posted {
             byID[id] = nil
             if let at = order.firstIndex(of: id) { order.remove(at: at) }
-            if !undo.wasUnseen, let at = unseen.firstIndex(of: id) { unseen.remove(at: at) }
+            if !undo.wasUnseen { unseen.remove(id) }
             if let replaced = undo.replaced { putBack(replaced, unseen: undo.wasUnseen) }
         }
         for (notification, wasUnseen) in undo.removed where byID[notification.id] == nil {
@@ -291,7 +291,7 @@ struct NotificationBook: Sendable {
                 } ?? order.count
             order.insert(notification.id, at: at)
         }
-        if wasUnseen, !unseen.contains(notification.id) { unseen.append(notification.id) }
+        if wasUnseen { unseen.insert(notification.id) }
     }
 
     /// Whether a notification of `urgency` shows as a banner: its app's
@@ -324,7 +324,7 @@ struct NotificationBook: Sendable {
             // which leave most often, are found first from the end.
             let wasListed = !notification.transient
             if wasListed, let at = order.lastIndex(of: id) { order.remove(at: at) }
-            if let at = unseen.firstIndex(of: id) { unseen.remove(at: at) }
+            unseen.remove(id)
             if wasListed { effects.append(.forget(id)) }
             if let file = notification.imageFile { effects.append(.dropImage(file)) }
         }

@@ -21,6 +21,9 @@ final class NotificationService: Sendable {
     let book: Mutex<NotificationBook>
     /// Notify and AddNotification, taken in turn per sender.
     private let lanes = NotificationLanes()
+    /// The loop's turn (`Connection.turn`) and how many Notify were
+    /// answered at once in it (`answersAtOnce`).
+    private let answeredAtOnce = Mutex<(turn: UInt64, count: Int)>((0, 0))
     /// ListNotifications' reply, marshalled at the first call after a
     /// change of the list, with the list's generation it was made from.
     private let listTemplate = Mutex<(generation: UInt64, reply: ReplyTemplate)?>(nil)
@@ -197,20 +200,34 @@ final class NotificationService: Sendable {
     }
 
     /// Who the caller of a Notify is, where the call is answered at once
-    /// on the connection's loop thread rather than in its lane: nothing
-    /// waits that it would overtake (the sender has no call in its lane,
-    /// no other message has been read and not yet handled), its caller is
-    /// known already, it carries no picture (compressing one is work for a
-    /// lane), and an id is reserved for it (reserving one is a durable
-    /// write). Nil otherwise. A Notify from a quiet app then costs no task
-    /// and no thread's wake; under a flood the calls queue in their lanes
-    /// as before, so that no sender waits behind another's.
+    /// on the connection's loop thread rather than in its lane: its sender
+    /// has no call in its lane (which it would overtake), fewer than a
+    /// lane's turn (`NotificationLanes.turnLength`) have been answered at
+    /// once in this turn of the loop, its caller is known already, it
+    /// carries no picture (compressing one is work for a lane), and an id
+    /// is reserved for it (reserving one is a durable write). Nil
+    /// otherwise, and the call goes to its lane.
+    ///
+    /// A Notify answered at once costs no task, no thread's wake and no
+    /// wait for the connection's lock. A message read in the same turn
+    /// waits behind one lane's turn of them at most, as it would behind a
+    /// lane; beyond that the calls queue in their lanes, and a sender that
+    /// has calls in its lane keeps to it until it empties, so that no
+    /// sender waits behind another's flood.
     func answersAtOnce(_ call: MethodCall, hints: VariantDictionary) -> Identities.Caller? {
-        guard !call.connection.hasMessagesWaiting, lanes.isIdle(call.sender),
+        let turn = call.connection.turn
+        guard lanes.isIdle(call.sender),
             !hints.value.dictionaryEntries.contains(where: { Self.pictureHints.contains($0.key.string ?? "") }),
-            book.withLock({ $0.lastID < $0.idsReserved })
+            book.withLock({ $0.lastID < $0.idsReserved }),
+            let caller = identities.knownCaller(of: call)
         else { return nil }
-        return identities.knownCaller(of: call)
+        let inBudget = answeredAtOnce.withLock { answered in
+            if answered.turn != turn { answered = (turn, 0) }
+            guard answered.count < lanes.turnLength else { return false }
+            answered.count += 1
+            return true
+        }
+        return inBudget ? caller : nil
     }
 
     /// The hints that carry pixels.
