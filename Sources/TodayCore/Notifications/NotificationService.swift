@@ -272,6 +272,8 @@ final class NotificationService: Sendable {
     static func keptFirst(_ effects: [NotificationBook.Effect]) -> (kept: [NotificationBook.Effect], announced: [NotificationBook.Effect]) {
         var kept: [NotificationBook.Effect] = []
         var announced: [NotificationBook.Effect] = []
+        kept.reserveCapacity(effects.count)
+        announced.reserveCapacity(effects.count)
         for effect in effects {
             switch effect {
             case .store, .forget, .dropImage: kept.append(effect)
@@ -444,6 +446,7 @@ final class NotificationService: Sendable {
     /// then none of them is in the journal.
     private func record(_ effects: [NotificationBook.Effect]) throws {
         var records: [NotificationStore.Record] = []
+        records.reserveCapacity(effects.count)
         for effect in effects {
             switch effect {
             case .store(let id):

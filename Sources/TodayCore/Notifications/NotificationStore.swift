@@ -123,7 +123,10 @@ final class NotificationStore: Sendable {
     /// and then none of them is in the journal.
     func keep(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
+        // Most records are a few hundred bytes: the buffer is made once,
+        // not grown field by field.
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(records.count * 512)
         for record in records { Self.append(record, to: &bytes) }
         try append(bytes, count: records.count)
     }
