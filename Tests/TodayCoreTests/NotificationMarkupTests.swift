@@ -15,6 +15,8 @@ import Testing
         Case(body: "plain text\nover two lines", reduced: "plain text\nover two lines"),
         Case(body: "Tom & Jerry", reduced: "Tom &amp; Jerry"),
         Case(body: "a < b and c > d", reduced: "a &lt; b and c &gt; d"),
+        Case(body: "c > d", reduced: "c &gt; d"),
+        Case(body: "]]>", reduced: "]]&gt;"),
         Case(body: "<b>bold</b> <i>italic</i> <u>under</u>", reduced: "<b>bold</b> <i>italic</i> <u>under</u>"),
         Case(body: "<B>upper</B>", reduced: "<b>upper</b>"),
         Case(body: #"<a href="https://example.org/?a=1&amp;b=2">link</a>"#, reduced: #"<a href="https://example.org/?a=1&amp;b=2">link</a>"#),

@@ -22,7 +22,12 @@ enum NotificationMarkup {
     /// `body` reduced to the subset; at most `limit` UTF-8 bytes (cut on a
     /// character of the text, never inside an element or an escape).
     static func reduce(_ body: String, limit: Int = longestBody) -> String {
-        guard body.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") }) || body.unicodeScalars.contains(where: isRefused)
+        // Text with nothing to escape and nothing to leave out is its own
+        // reduction. A bare `>` is escaped too: `]]>` is not well-formed
+        // in XML's text, and the same text reads the same with or without
+        // a `<` elsewhere in the body.
+        guard body.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ">") })
+            || body.unicodeScalars.contains(where: isRefused)
         else {
             return cut(body, to: limit)
         }
