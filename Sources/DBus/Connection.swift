@@ -15,11 +15,12 @@ import Synchronization
 /// waking the loop. Method handlers run as tasks, so a slow handler never
 /// delays other calls. Call `close()` when done.
 public final class Connection: @unchecked Sendable {
-    // @unchecked: `watches`, `timeouts`, `pending`, `subscriptions` and `loopTurn` are
-    // touched only on the loop thread (see `isOnLoopThread`); `raw` is used
-    // there, and by `send(_:)` from any thread (libdbus is initialised for
-    // threads and locks the connection itself); everything else shared
-    // with other threads is behind a Mutex or immutable.
+    // @unchecked: `watches`, `timeouts`, `pending`, `subscriptions` and
+    // `loopTurn` are touched only on the loop thread (see
+    // `isOnLoopThread`); `raw` is used there, and by `send(_:)` from any
+    // thread (libdbus is initialised for threads and locks the connection
+    // itself); everything else shared with other threads is behind a
+    // Mutex or immutable.
     let raw: OpaquePointer
     /// This connection's unique name on the bus, such as `:1.42`.
     public let uniqueName: String
