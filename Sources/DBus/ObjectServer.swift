@@ -158,9 +158,14 @@ public final class ObjectServer: Sendable {
         let (exported, isManager) = state.withLock { state in (state.objects[path], state.managers.contains(path)) }
         let call = MethodCall(message: message, connection: connection)
         let interfaces = exported ?? []
-        var standard: [Interface] = [.introspectable, .peer]
-        if exported != nil { standard.append(.properties) }
-        if isManager { standard.append(.objectManager) }
+        // The standard interfaces, wanted only where the call names none
+        // of the object's own.
+        var standard: [Interface] {
+            var standard: [Interface] = [.introspectable, .peer]
+            if exported != nil { standard.append(.properties) }
+            if isManager { standard.append(.objectManager) }
+            return standard
+        }
 
         // Only a path with nothing of its own needs the (linear) look for
         // objects below it, the rest of every call does without it.

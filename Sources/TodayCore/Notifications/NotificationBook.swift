@@ -197,7 +197,8 @@ struct NotificationBook: Sendable {
         let banner =
             posting.banner != .never
             && showsBanner(
-                urgency: policy.urgency ?? notification.urgency, policy: policy, atMinute: minute ?? Self.localMinute(now),
+                urgency: policy.urgency ?? notification.urgency, policy: policy,
+                atMinute: minute ?? (settings.hasSchedule ? Self.localMinute(now) : 0),
                 throughDoNotDisturb: posting.banner == .throughDoNotDisturb)
         if let urgency = policy.urgency { notification.urgency = urgency }
         // An app kept out of the list: shown and gone, as a transient one.
@@ -229,7 +230,10 @@ struct NotificationBook: Sendable {
             }
         notification.expires = seconds.map { ValueMapping.storable(now.addingTimeInterval($0), rounding: .down) }
 
+        // A post's effects: what it keeps, what it takes out, the list's
+        // change and a banner, made at their size rather than grown.
         var effects: [Effect] = []
+        effects.reserveCapacity(8)
         let id = notification.id
         let before = byID[id]
         let wasUnseen = unseen.contains(id)

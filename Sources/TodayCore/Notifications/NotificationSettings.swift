@@ -38,12 +38,15 @@ struct NotificationSettings: Equatable, Sendable {
         return hours * 60 + minutes
     }
 
+    /// A Do Not Disturb schedule is set (`isQuiet` then needs the minute).
+    var hasSchedule: Bool { !scheduleFrom.isEmpty && !scheduleTo.isEmpty }
+
     /// Whether banners are held back at `minute` of the local day (0 to
     /// 1439): Do Not Disturb is on, or the minute is inside the schedule
     /// (which may run past midnight: 22:00 to 07:00).
     func isQuiet(atMinute minute: Int) -> Bool {
         if doNotDisturb { return true }
-        guard let from = Self.minutes(scheduleFrom), let to = Self.minutes(scheduleTo), from != to else { return false }
+        guard hasSchedule, let from = Self.minutes(scheduleFrom), let to = Self.minutes(scheduleTo), from != to else { return false }
         return from < to ? (from..<to).contains(minute) : (minute >= from || minute < to)
     }
 
