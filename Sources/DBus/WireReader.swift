@@ -1,7 +1,6 @@
 import CDBus
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// A received message's body read from its bytes as the specification
 /// marshals them, rather than through libdbus's iterators, which walk the
@@ -26,7 +25,13 @@ struct WireReader {
     /// to libdbus (its body carries file descriptors).
     static func body(of message: OpaquePointer, signature: String) throws -> [Value]? {
         guard !signature.isEmpty else { return [] }
-        guard let types = try types(of: signature) else { return nil }
+        guard !signature.utf8.contains(UInt8(ascii: "h")) else { return nil }
+        let types: [DBusType]
+        do {
+            types = try DBusType.parseList(signature)
+        } catch {
+            throw DBusError.invalidArgs("the message's signature '\(signature)' is not valid")
+        }
         var marshalled: UnsafeMutablePointer<CChar>?
         var count: Int32 = 0
         guard dbus_message_marshal(message, &marshalled, &count) != 0, let marshalled else {
@@ -46,33 +51,6 @@ struct WireReader {
         }
         return values
     }
-
-    /// The types of `signature`, or nil where it holds a file descriptor
-    /// (`h`); parsed once per signature, as the calls of a service come
-    /// with a few signatures over and over.
-    private static func types(of signature: String) throws -> [DBusType]? {
-        if let known = parsed.withLock({ $0[signature] }) { return known }
-        let types: [DBusType]?
-        if signature.utf8.contains(UInt8(ascii: "h")) {
-            types = nil
-        } else {
-            do {
-                types = try DBusType.parseList(signature)
-            } catch {
-                throw DBusError.invalidArgs("the message's signature '\(signature)' is not valid")
-            }
-        }
-        parsed.withLock { parsed in
-            // Signatures come from other programs: a bounded memory of them.
-            if parsed.count >= parsedLimit { parsed.removeAll(keepingCapacity: true) }
-            parsed[signature] = .some(types)
-        }
-        return types
-    }
-
-    /// Signatures parsed, and how many are kept at most.
-    private static let parsed = Mutex<[String: [DBusType]?]>([:])
-    private static let parsedLimit = 256
 
     /// A variant holds a file descriptor: the body is libdbus's to read.
     private struct CarriesDescriptors: Error {}
