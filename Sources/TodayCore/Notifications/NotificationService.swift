@@ -260,32 +260,17 @@ final class NotificationService: Sendable {
 
     /// Posts `posting` and carries out what follows; the store has it
     /// before this returns.
-    /// A notification posted: its id, and what is to be announced once
-    /// its sender has been answered (`announce`).
+    /// A notification posted: its id, and the post's effects, whose
+    /// keeping (store, forget, drop a picture) is done; the rest is
+    /// announced once its sender has been answered (`announce`).
     struct Posted: Sendable {
         let id: UInt32
-        let announcements: [NotificationBook.Effect]
-    }
-
-    /// The effects that keep (store, forget, drop a picture), and the rest,
-    /// each in their order.
-    static func keptFirst(_ effects: [NotificationBook.Effect]) -> (kept: [NotificationBook.Effect], announced: [NotificationBook.Effect]) {
-        var kept: [NotificationBook.Effect] = []
-        var announced: [NotificationBook.Effect] = []
-        kept.reserveCapacity(effects.count)
-        announced.reserveCapacity(effects.count)
-        for effect in effects {
-            switch effect {
-            case .store, .forget, .dropImage: kept.append(effect)
-            default: announced.append(effect)
-            }
-        }
-        return (kept, announced)
+        let effects: [NotificationBook.Effect]
     }
 
     /// Sends what a post left to announce.
     func announce(_ posted: Posted) {
-        carryOut(posted.announcements)
+        carryOut(posted.effects, kept: true)
     }
 
     func post(_ posting: NotificationBook.Posting) throws -> Posted {
@@ -350,15 +335,14 @@ final class NotificationService: Sendable {
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
         case .success(let (id, effects, undo, sooner)):
-            // What is kept is on disk before the answer; what is announced
-            // waits for the caller's answer (`announce`), so that the
-            // answer does not queue behind the signals at the bus.
-            let (kept, announced) = Self.keptFirst(effects)
             // The expiry looks sooner even where the post is taken back:
             // the book's next look moved, and a look too early finds nothing.
             if sooner { expiry.withLock { $0 }?.poke() }
+            // What is kept is on disk before the answer; what is announced
+            // waits for the caller's answer (`announce`), so that the
+            // answer does not queue behind the signals at the bus.
             do {
-                try record(kept)
+                try record(effects)
             } catch {
                 // Not kept, not given: the caller hears why, and the list
                 // is as it was (nothing it took out is closed or announced).
@@ -366,8 +350,8 @@ final class NotificationService: Sendable {
                 throw TodayError.storage(
                     "the notification cannot be kept (\(error)); nothing was posted. Free some space in \(store.folder) and send it again")
             }
-            for case .dropImage(let path) in kept { store.dropImage(path) }
-            return Posted(id: id, announcements: announced)
+            for case .dropImage(let path) in effects { store.dropImage(path) }
+            return Posted(id: id, effects: effects)
         }
     }
 
@@ -384,10 +368,10 @@ final class NotificationService: Sendable {
     // MARK: Carrying effects out
 
     /// Does what the book said, in order; what it keeps first, in one
-    /// write to the journal.
-    func carryOut(_ effects: [NotificationBook.Effect]) {
+    /// write to the journal, unless that is `kept` already (a post's).
+    func carryOut(_ effects: [NotificationBook.Effect], kept: Bool = false) {
         typealias F = Notifications.Freedesktop
-        keep(effects)
+        if !kept { keep(effects) }
         for effect in effects {
             switch effect {
             case .closed(let id, let reason):
@@ -395,7 +379,7 @@ final class NotificationService: Sendable {
             case .store, .forget:
                 break
             case .dropImage(let path):
-                store.dropImage(path)
+                if !kept { store.dropImage(path) }
             case .listChanged(let changed, let removed):
                 let (count, unseen) = book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) }
                 // The counts at once (a Get after Notify's answer reads
