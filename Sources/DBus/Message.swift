@@ -132,6 +132,14 @@ final class MessageHandle: @unchecked Sendable {
     }
 
     func decode() throws -> Message {
+        var message = decodeHeader()
+        message.body = try decodeBody()
+        return message
+    }
+
+    /// The message's header, with an empty body: for a call whose body is
+    /// read once its method is known (`decodeBody(as:)`).
+    func decodeHeader() -> Message {
         let kind: Message.Kind
         switch dbus_message_get_type(pointer) {
         case DBUS_MESSAGE_TYPE_METHOD_CALL: kind = .methodCall
@@ -150,7 +158,7 @@ final class MessageHandle: @unchecked Sendable {
             member: dbus_message_get_member(pointer).map { String(cString: $0) },
             errorName: dbus_message_get_error_name(pointer).map { String(cString: $0) },
             signature: signature,
-            body: try decodeBody(),
+            body: [],
             noReplyExpected: dbus_message_get_no_reply(pointer) != 0
         )
     }
@@ -159,6 +167,15 @@ final class MessageHandle: @unchecked Sendable {
     /// libdbus's iterators where it carries file descriptors.
     func decodeBody() throws -> [Value] {
         if let values = try WireReader.body(of: pointer, signature: signature) { return values }
+        return try decodeBodyThroughIterators()
+    }
+
+    /// The body's values, read as `method`'s inputs: the caller has checked
+    /// that the message's signature is the method's.
+    func decodeBody(as method: Method) throws -> [Value] {
+        if !method.inputsCarryDescriptors, let values = try WireReader.body(of: pointer, types: method.inputTypes) {
+            return values
+        }
         return try decodeBodyThroughIterators()
     }
 

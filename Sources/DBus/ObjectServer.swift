@@ -88,13 +88,10 @@ public final class ObjectServer: Sendable {
 
     // MARK: Dispatch (on the connection's loop thread)
 
+    /// The call's header is read here; its body once its method is found
+    /// (`route`), by the method's declared types.
     func dispatch(_ handle: MessageHandle, on connection: Connection) {
-        let message: Message
-        do {
-            message = try handle.decode()
-        } catch {
-            return reply(to: handle, noReply: false, .failure(error), on: connection)
-        }
+        let message = handle.decodeHeader()
         switch state.withLock({ $0.gate })?(message) ?? .allow {
         case .allow:
             proceed(message, handle: handle, on: connection)
@@ -152,11 +149,11 @@ public final class ObjectServer: Sendable {
         case deferred(DeferredMethodHandler, MethodCall, String)
     }
 
-    private func route(_ message: Message, handle: MessageHandle, on connection: Connection) -> Outcome {
+    private func route(_ header: Message, handle: MessageHandle, on connection: Connection) -> Outcome {
+        var message = header
         let member = message.member ?? ""
         guard let path = message.path else { return .done(.failure(DBusError.invalidArgs("a call without a path"))) }
         let (exported, isManager) = state.withLock { state in (state.objects[path], state.managers.contains(path)) }
-        let call = MethodCall(message: message, connection: connection)
         let interfaces = exported ?? []
         // The standard interfaces, wanted only where the call names none
         // of the object's own.
@@ -208,6 +205,12 @@ public final class ObjectServer: Sendable {
                     )))
         }
         let outputs = method.outputSignature
+        do {
+            message.body = try handle.decodeBody(as: method)
+        } catch {
+            return .done(.failure(error))
+        }
+        let call = MethodCall(message: message, connection: connection)
 
         if let implementation {
             switch implementation.handlers[member] {

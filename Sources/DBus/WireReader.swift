@@ -32,6 +32,14 @@ struct WireReader {
         } catch {
             throw DBusError.invalidArgs("the message's signature '\(signature)' is not valid")
         }
+        return try body(of: message, types: types)
+    }
+
+    /// The values of `message`'s body, whose signature is known to be
+    /// that of `types` (which hold no file descriptor), or nil where a
+    /// variant in it holds one.
+    static func body(of message: OpaquePointer, types: [DBusType]) throws -> [Value]? {
+        guard !types.isEmpty else { return [] }
         var marshalled: UnsafeMutablePointer<CChar>?
         var count: Int32 = 0
         guard dbus_message_marshal(message, &marshalled, &count) != 0, let marshalled else {
