@@ -23,7 +23,8 @@ public final class ObjectServer: Sendable {
     }
 
     /// Decides, on the loop thread, whether a call to any exported object
-    /// may proceed.
+    /// may proceed, from the call's header (its body is read later, once
+    /// its method is found).
     public typealias Gate = @Sendable (Message) -> Admission
 
     /// Sets the check every incoming method call passes before dispatch.

@@ -258,8 +258,6 @@ final class NotificationService: Sendable {
         }
     }
 
-    /// Posts `posting` and carries out what follows; the store has it
-    /// before this returns.
     /// A notification posted: its id, and the post's effects, whose
     /// keeping (store, forget, drop a picture) is done; the rest is
     /// announced once its sender has been answered (`announce`).
@@ -273,6 +271,8 @@ final class NotificationService: Sendable {
         carryOut(posted.effects, kept: true)
     }
 
+    /// Posts `posting` and keeps what follows; the store has it before
+    /// this returns, and the rest waits for `announce`.
     func post(_ posting: NotificationBook.Posting) throws -> Posted {
         var posting = posting
         // The picture is kept as a PNG file, not in memory: a thousand
