@@ -49,8 +49,6 @@ public struct Method: Sendable {
     /// The inputs' types, by which a call's body is read once it is known
     /// to carry them (its signature is `inputSignature`).
     let inputTypes: [DBusType]
-    /// The inputs hold a file descriptor (`h`): libdbus reads such a body.
-    let inputsCarryDescriptors: Bool
 
     public init(_ name: MemberName, in inputs: [Argument] = [], out outputs: [Argument] = [], doc: String = "") {
         self.name = name
@@ -59,7 +57,6 @@ public struct Method: Sendable {
         self.outputs = outputs
         self.inputTypes = inputs.map(\.type)
         self.inputSignature = inputs.map(\.type.signature).joined()
-        self.inputsCarryDescriptors = inputSignature.utf8.contains(UInt8(ascii: "h"))
         self.outputSignature = outputs.map(\.type.signature).joined()
     }
 }

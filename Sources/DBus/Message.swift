@@ -173,7 +173,7 @@ final class MessageHandle: @unchecked Sendable {
     /// The body's values, read as `method`'s inputs: the caller has checked
     /// that the message's signature is the method's.
     func decodeBody(as method: Method) throws -> [Value] {
-        if !method.inputsCarryDescriptors, let values = try WireReader.body(of: pointer, types: method.inputTypes) {
+        if let values = try WireReader.body(of: pointer, types: method.inputTypes) {
             return values
         }
         return try decodeBodyThroughIterators()

@@ -156,14 +156,14 @@ public final class ObjectServer: Sendable {
         guard let path = message.path else { return .done(.failure(DBusError.invalidArgs("a call without a path"))) }
         let (exported, isManager) = state.withLock { state in (state.objects[path], state.managers.contains(path)) }
         let interfaces = exported ?? []
-        // The standard interfaces, wanted only where the call names none
-        // of the object's own.
-        var standard: [Interface] {
+        // The standard interfaces, made only where the call names none of
+        // the object's own, and then once.
+        lazy var standard: [Interface] = {
             var standard: [Interface] = [.introspectable, .peer]
             if exported != nil { standard.append(.properties) }
             if isManager { standard.append(.objectManager) }
             return standard
-        }
+        }()
 
         // Only a path with nothing of its own needs the (linear) look for
         // objects below it, the rest of every call does without it.

@@ -36,8 +36,7 @@ struct WireReader {
     }
 
     /// The values of `message`'s body, whose signature is known to be
-    /// that of `types` (which hold no file descriptor), or nil where a
-    /// variant in it holds one.
+    /// that of `types`, or nil where it holds a file descriptor.
     static func body(of message: OpaquePointer, types: [DBusType]) throws -> [Value]? {
         guard !types.isEmpty else { return [] }
         var marshalled: UnsafeMutablePointer<CChar>?
