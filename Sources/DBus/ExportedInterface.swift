@@ -70,6 +70,9 @@ public final class ExportedInterface: Sendable {
         /// GetAll's reply body, marshalled at the first GetAll after a
         /// change, unless it is large (`keptReplyLimit`).
         var getAllReply: MessageHandle?
+        /// Properties changed by `setUnannounced` whose PropertiesChanged
+        /// has not gone yet, in the order they first changed.
+        var unannounced: [String] = []
     }
 
     /// Binds handlers, by method name, to an interface declared with plain
@@ -197,6 +200,8 @@ public final class ExportedInterface: Sendable {
                 guard state.values[name] != value else { continue }
                 state.values[name] = value
                 state.getAllReply = nil
+                // Announced now, with this value: nothing is left to send.
+                state.unannounced.removeAll { $0 == name }
                 switch property.changeSignal {
                 case .emits: changed.append((name, value))
                 case .invalidates: invalidated.append(name)
@@ -213,6 +218,51 @@ public final class ExportedInterface: Sendable {
     }
 
     public func set(_ name: String, _ value: Value) { set([(name, value)]) }
+
+    /// Changes properties as `set` does, at once for Get and GetAll, but
+    /// leaves their PropertiesChanged to the next `announce()`, which
+    /// sends the values of then: a property that changes with every call
+    /// of a burst (a count) costs its listeners one signal for the burst.
+    public func setUnannounced(_ changes: [(String, Value)]) {
+        state.withLock { state in
+            for (name, value) in changes {
+                guard let property = interface.property(named: name) else {
+                    preconditionFailure("\(interface.name) has no property \(name)")
+                }
+                precondition(value.type == property.type, "\(name) is \(property.type), not \(value.type)")
+                guard state.values[name] != value else { continue }
+                state.values[name] = value
+                state.getAllReply = nil
+                if property.changeSignal == .emits || property.changeSignal == .invalidates, !state.unannounced.contains(name) {
+                    state.unannounced.append(name)
+                }
+            }
+        }
+    }
+
+    /// Sends PropertiesChanged for what `setUnannounced` changed since the
+    /// last announcement, with the values as they are now.
+    public func announce() {
+        var changed: [(String, Value)] = []
+        var invalidated: [String] = []
+        let target = state.withLock { state -> (Connection, ObjectPath)? in
+            guard !state.unannounced.isEmpty else { return nil }
+            for name in state.unannounced {
+                switch interface.property(named: name)?.changeSignal {
+                case .emits: if let value = state.values[name] { changed.append((name, value)) }
+                case .invalidates: invalidated.append(name)
+                default: break
+                }
+            }
+            state.unannounced.removeAll(keepingCapacity: true)
+            guard let connection = state.connection, let path = state.path else { return nil }
+            return (connection, path)
+        }
+        guard let (connection, path) = target else { return }
+        try? connection.emit(
+            path: path, interface: .properties, member: .propertiesChanged,
+            [.string(interface.name.rawValue), .vardict(changed), .strings(invalidated)])
+    }
 
     /// Emits one of the interface's signals from its object, to everyone or
     /// only to `destination`.

@@ -150,6 +150,49 @@ import Testing
         }
     }
 
+    /// Changes set unannounced are read at once by Get, and go out in one
+    /// PropertiesChanged at `announce()`, with the values of then; a set
+    /// that announces a property takes it out of the next announcement.
+    @Test func changesAnnouncedLaterGoOutOnceWithTheLastValues() async throws {
+        try await withPrivateBus { bus, server in
+            let object = TestObject.make()
+            server.objects.export(TestObject.path, [object])
+            let client = try bus.connect()
+            defer { client.close() }
+            let d = BusName(rawValue: server.uniqueName)
+            let changes = Locked<[[Value]]>([])
+            try await client.subscribe(
+                MatchRule(path: TestObject.path, interface: .properties, member: MemberName("PropertiesChanged"))
+            ) { message in changes.withLock { $0.append(message.body) } }
+            func get(_ name: String) async throws -> Value? {
+                try await client.call(
+                    d, path: TestObject.path, interface: .properties, member: MemberName("Get"),
+                    [.string("org.example.Test1"), .string(name)]
+                ).body.first
+            }
+
+            for count in UInt32(1)...5 {
+                object.setUnannounced([("Count", .uint32(count)), ("Blob", .bytes(Data([UInt8(count)])))])
+                #expect(try await get("Count") == .variant(.uint32(count)))
+            }
+            object.setUnannounced([("Greeting", .string("hej"))])
+            object.set("Greeting", .string("hallo"))  // announced now, not again
+            object.announce()
+            object.announce()  // nothing left: no signal
+            object.setUnannounced([("Count", .uint32(5))])  // unchanged: nothing to announce
+            object.announce()
+            object.set("Greeting", .string("ciao"))  // a marker: everything before it has arrived
+
+            _ = try await eventually { changes.value.count >= 3 }
+            try await Task.sleep(for: .milliseconds(100))
+            let seen = changes.value
+            #expect(seen.count == 3, "\(seen)")
+            #expect(seen.first == [.string("org.example.Test1"), .vardict([("Greeting", .string("hallo"))]), .strings([])])
+            #expect(seen.dropFirst().first == [.string("org.example.Test1"), .vardict([("Count", .uint32(5))]), .strings(["Blob"])])
+            #expect(seen.last == [.string("org.example.Test1"), .vardict([("Greeting", .string("ciao"))]), .strings([])])
+        }
+    }
+
     /// A GetAll body of a megabyte is not kept: each call gets one made for
     /// it, with the large values last (in their order), and a later small
     /// body is kept again.

@@ -259,6 +259,57 @@ final class RestartableTodayd {
         #expect(try await notify("after a clean stop") == last + 1)
     }
 
+    /// A burst of Notify: Count is right at every answer (a Get reads it),
+    /// and its PropertiesChanged goes with the burst's NotificationsChanged,
+    /// a few for the burst rather than one a notification, the last with
+    /// the count the list ends with, each just before its NotificationsChanged.
+    @Test func aBurstAnnouncesItsCountsWithItsChanges() async throws {
+        let todayd = try RestartableTodayd("notification-burst")
+        defer { todayd.remove() }
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let signals = Locked<[(member: String, count: UInt32?)]>([])
+        try await client.subscribe(MatchRule(path: Today.managerPath, interface: .properties, member: .propertiesChanged)) { message in
+            guard message.body.first == .string(Notifications.today.name.rawValue),
+                let count = message.body.dropFirst().first?.stringDictionary?["Count"]?.unwrapped.uint64
+            else { return }
+            signals.withLock { $0.append(("PropertiesChanged", UInt32(count))) }
+        }
+        try await client.subscribe(MatchRule(interface: Notifications.today.name, member: Notifications.Center.notificationsChanged.name)) { _ in
+            signals.withLock { $0.append(("NotificationsChanged", nil)) }
+        }
+        typealias F = Notifications.Freedesktop
+        // From four apps: each stays within its rate (100 a second).
+        let burst = 200
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<burst {
+                if n >= 32 { try await group.next() }
+                group.addTask {
+                    _ = try await client.call(
+                        Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name, F.notify,
+                        "Sync \(n % 4)", UInt32(0), "", "mail \(n)", "", [String](), VariantDictionary([]), Int32(0))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let count = try await client.call(
+            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+            [.string(Notifications.today.name.rawValue), .string("Count")]
+        ).body.first?.unwrapped
+        #expect(count == .uint32(UInt32(burst)))
+        #expect(try await eventually(5) { signals.value.last { $0.count != nil }?.count == UInt32(burst) }, "\(signals.value)")
+        try await Task.sleep(for: .milliseconds(50))
+        let seen = signals.value
+        let counts = seen.compactMap(\.count)
+        #expect(counts.count < burst / 2, "\(counts.count) PropertiesChanged for \(burst) notifications")
+        #expect(counts == counts.sorted(), "the counts only grow: \(counts)")
+        // Each announcement of the counts is followed by its NotificationsChanged.
+        for (index, signal) in seen.enumerated() where signal.count != nil {
+            #expect(seen.dropFirst(index + 1).first?.member == "NotificationsChanged", "\(seen)")
+        }
+    }
+
     /// image-data is kept as a PNG file, given as image-path: GdkPixbuf
     /// (python3-gi) reads it back as the picture sent, scaled to 256 at
     /// most; it outlives a kill -9, and goes with its notification.

@@ -48,7 +48,8 @@ final class NotificationService: Sendable {
     let gtk: ExportedInterface
     /// The Notifications interface of the manager object.
     let center: ExportedInterface
-    /// Its NotificationsChanged, gathered over a burst.
+    /// Its NotificationsChanged, gathered over a burst, with the
+    /// PropertiesChanged of Count and Unseen just before it.
     private let listChanges: ListChanges
 
     /// Longest kept summary and body, in UTF-8 bytes; longer is cut with `…`.
@@ -84,6 +85,7 @@ final class NotificationService: Sendable {
         let center = Self.centerObject(late, count: UInt32(book.count), unseen: UInt32(book.unseen.count), settings: book.settings)
         self.center = center
         listChanges = ListChanges { changed, removed in
+            center.announce()
             try? center.emit(
                 Notifications.Center.notificationsChanged, [.array(.uint32, changed.map { .uint32($0) }), .array(.uint32, removed.map { .uint32($0) })])
         }
@@ -383,8 +385,9 @@ final class NotificationService: Sendable {
             case .listChanged(let changed, let removed):
                 let (count, unseen) = book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) }
                 // The counts at once (a Get after Notify's answer reads
-                // them), the ids with the others of a burst.
-                center.set([(Notifications.Center.count.name, .uint32(count)), (Notifications.Center.unseen.name, .uint32(unseen))])
+                // them); their PropertiesChanged and the ids go with the
+                // others of a burst (`listChanges`).
+                center.setUnannounced([(Notifications.Center.count.name, .uint32(count)), (Notifications.Center.unseen.name, .uint32(unseen))])
                 listChanges.note(changed: changed, removed: removed)
             case .invoked(let id, let key, let token):
                 if let token { try? freedesktop.emit(F.activationToken, [.uint32(id), .string(token)]) }
