@@ -191,18 +191,21 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: The loop
 
-    /// Runs `job` on the loop thread. False when the connection is closed.
+    /// Runs `job` on the loop thread, at the start of its next turn (before
+    /// it reads from the bus again), after the jobs submitted before it.
+    /// False, and `job` dropped, when the connection is closed.
     @discardableResult
-    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         // The loop takes every queued job when it wakes, so only the job
-        // that finds the queue empty needs to wake it.
+        // that finds the queue empty needs to wake it; the loop thread
+        // itself looks at the queue before it waits.
         let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in
             guard !state.closed else { return (false, false) }
             state.jobs.append(job)
             return (true, state.jobs.count == 1)
         }
         // Full (2^64 - 2 jobs), it is already ready to read.
-        if wake { try? self.wake.signal() }
+        if wake, !isOnLoopThread { try? self.wake.signal() }
         return accepted
     }
 
@@ -297,7 +300,9 @@ public final class Connection: @unchecked Sendable {
                 fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
                 polled.append(watch)
             }
-            let wait = pollTimeout()
+            // Jobs this thread submitted since it took the queue: they run
+            // after what is ready to read, without waiting.
+            let wait = shared.withLock { $0.jobs.isEmpty } ? pollTimeout() : 0
             guard (try? Poll.wait(&fds, timeout: wait)) != nil else { break }
             if fds[0].revents != 0 { self.wake.drain() }
             for (index, watch) in polled.enumerated() {

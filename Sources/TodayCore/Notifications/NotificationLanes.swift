@@ -2,21 +2,37 @@ import Synchronization
 
 /// Notify and AddNotification calls in lanes, one per sender, taken in
 /// turn. A turn answers up to `turnLength` of a sender's calls, one after
-/// the other; its next turn is a task of its own, behind the other
-/// senders' turns: a flood from one connection holds one task at a time,
-/// so another app's notification waits for one turn of each busy sender,
-/// not for everything the flood has sent (SPEC section 14: a flood from one
-/// app never delays another app's notification), and a sender with many
-/// calls in flight pays for one task a turn rather than one a call.
+/// the other; its next turn comes behind the other senders' turns: a flood
+/// from one connection holds one turn at a time, so another app's
+/// notification waits for one turn of each busy sender, not for everything
+/// the flood has sent (SPEC section 14: a flood from one app never delays
+/// another app's notification), and a sender with many calls in flight
+/// pays for one hand-over a turn rather than one a call.
+///
+/// A call that has nothing to wait for (`Work.ready`) takes its turn on
+/// the connection's loop thread (`onLoop`), between two reads from the bus:
+/// no thread is woken for it, and its answer leaves from the thread that
+/// owns the socket. A call that must wait (`Work.waiting`: who its caller
+/// is, a picture to compress) takes its turn in a task, with the ready
+/// calls queued behind it.
 ///
 /// A lane holds at most `depth` calls; a sender with that many waiting is
 /// refused at once, before anything it sent is read.
 final class NotificationLanes: Sendable {
-    typealias Work = @Sendable () async -> Void
+    enum Work: Sendable {
+        /// Work that never waits, short enough for the loop thread.
+        case ready(@Sendable () -> Void)
+        /// Work that awaits something, or is long.
+        case waiting(@Sendable () async -> Void)
 
-    /// A sender's calls. A lane exists while a task runs it: it is made
-    /// with the task that takes its first call, and let go by the turn
-    /// that finds it empty. Changed in place in the dictionary, never
+        var isReady: Bool {
+            if case .ready = self { true } else { false }
+        }
+    }
+
+    /// A sender's calls. A lane exists while a turn is due or running: it
+    /// is made with the turn that takes its first call, and let go by the
+    /// turn that finds it empty. Changed in place in the dictionary, never
     /// copied out of it: a copy would copy every call still waiting.
     private struct Lane {
         /// A queue: the calls from `head` on wait; those before it have
@@ -27,8 +43,10 @@ final class NotificationLanes: Sendable {
 
         var count: Int { waiting.count - head }
         var isEmpty: Bool { head == waiting.count }
+        /// The next call's work, without taking it.
+        var first: Work? { head < waiting.count ? waiting[head] : nil }
 
-        mutating func append(_ work: @escaping Work) { waiting.append(work) }
+        mutating func append(_ work: Work) { waiting.append(work) }
 
         mutating func next() -> Work? {
             guard head < waiting.count else { return nil }
@@ -53,10 +71,14 @@ final class NotificationLanes: Sendable {
     let depth: Int
     /// Calls a turn answers at most.
     let turnLength: Int
+    /// Runs a job on the connection's loop thread, after the jobs before
+    /// it; false where it cannot (the connection is closed).
+    private let onLoop: @Sendable (@escaping @Sendable () -> Void) -> Bool
 
-    init(depth: Int = 256, turnLength: Int = 8) {
+    init(depth: Int = 256, turnLength: Int = 8, onLoop: @escaping @Sendable (@escaping @Sendable () -> Void) -> Bool) {
         self.depth = depth
         self.turnLength = turnLength
+        self.onLoop = onLoop
     }
 
     /// Whether `sender` has no call waiting or running: one answered now
@@ -65,9 +87,9 @@ final class NotificationLanes: Sendable {
         lanes.withLock { $0[sender] == nil }
     }
 
-    /// Queues `work` in `sender`'s lane and starts the lane where it is
-    /// idle; false, and nothing queued, where the lane is full.
-    func enqueue(_ sender: String, _ work: @escaping Work) -> Bool {
+    /// Queues `work` in `sender`'s lane and gives the lane a turn where it
+    /// is idle; false, and nothing queued, where the lane is full.
+    func enqueue(_ sender: String, _ work: Work) -> Bool {
         let start: Bool? = lanes.withLock { lanes in
             let start = lanes[sender] == nil
             guard lanes[sender, default: Lane()].count < depth else { return nil }
@@ -75,25 +97,53 @@ final class NotificationLanes: Sendable {
             return start
         }
         guard let start else { return false }
-        if start { Task { await self.turn(sender) } }
+        if start { schedule(sender, ready: work.isReady) }
         return true
     }
 
-    /// Runs `sender`'s next calls (a turn's worth at most), then gives the
-    /// lane's next turn to a new task (behind the others' turns), or lets
-    /// the lane go when empty.
-    private func turn(_ sender: String) async {
+    /// Gives `sender`'s lane its next turn: on the loop thread where its
+    /// next call is ready, else in a task.
+    private func schedule(_ sender: String, ready: Bool) {
+        if ready, onLoop({ self.loopTurn(sender) }) { return }
+        Task { await self.taskTurn(sender) }
+    }
+
+    /// A turn on the loop thread: the ready calls at the head of the lane.
+    private func loopTurn(_ sender: String) {
+        for _ in 0..<turnLength {
+            let work = lanes.withLock { lanes -> Work? in
+                guard lanes[sender]?.first?.isReady == true else { return nil }
+                return lanes[sender]?.next()
+            }
+            guard case .ready(let run)? = work else { break }
+            run()
+        }
+        next(sender)
+    }
+
+    /// A turn in a task: whatever comes, the ready calls behind a waiting
+    /// one included (they are not handed back to the loop one by one).
+    private func taskTurn(_ sender: String) async {
         for _ in 0..<turnLength {
             guard let work = lanes.withLock({ $0[sender]?.next() }) else { break }
-            await work()
-        }
-        let more = lanes.withLock { lanes in
-            guard let lane = lanes[sender], !lane.isEmpty else {
-                lanes[sender] = nil
-                return false
+            switch work {
+            case .ready(let run): run()
+            case .waiting(let run): await run()
             }
-            return true
         }
-        if more { Task { await self.turn(sender) } }
+        next(sender)
+    }
+
+    /// After a turn: the lane's next turn, behind the others', or the
+    /// lane let go where it is empty.
+    private func next(_ sender: String) {
+        let ready: Bool? = lanes.withLock { lanes in
+            guard let first = lanes[sender]?.first else {
+                lanes[sender] = nil
+                return nil
+            }
+            return first.isReady
+        }
+        if let ready { schedule(sender, ready: ready) }
     }
 }

@@ -22,8 +22,8 @@ extension NotificationService {
                         let posted = try service.post(posting)
                         return ([.uint32(posted.id)], posted)
                     }
-                    if let caller = service.answersAtOnce(call, hints: hints) {
-                        service.atOnce(answer) { try post(caller.bundleID) }
+                    if let caller = service.readyCaller(call, hints: hints) {
+                        try service.inTurn(call, answer, ready: { try post(caller.bundleID) })
                     } else {
                         try service.inTurn(call, answer) { try post(await service.callerApp(call)) }
                     }

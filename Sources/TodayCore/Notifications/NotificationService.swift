@@ -20,9 +20,9 @@ final class NotificationService: Sendable {
     let clock: ServiceClock
     let book: Mutex<NotificationBook>
     /// Notify and AddNotification, taken in turn per sender.
-    private let lanes = NotificationLanes()
+    private let lanes: NotificationLanes
     /// The loop's turn (`Connection.turn`) and how many Notify were
-    /// answered at once in it (`answersAtOnce`).
+    /// answered at once in it (`inTurn(_:_:ready:)`).
     private let answeredAtOnce = Mutex<(turn: UInt64, count: Int)>((0, 0))
     /// ListNotifications' reply, marshalled at the first call after a
     /// change of the list, with the list's generation it was made from.
@@ -62,6 +62,7 @@ final class NotificationService: Sendable {
         iconOf: @escaping @Sendable (String) -> String? = { _ in nil }
     ) {
         self.connection = connection
+        lanes = NotificationLanes(onLoop: { job in connection.submit(job) })
         self.appOf = appOf
         self.iconOf = iconOf
         self.identities = identities
@@ -181,63 +182,76 @@ final class NotificationService: Sendable {
 
     // MARK: Posting
 
-    /// Runs `work` in the caller's lane (`NotificationLanes`), answers the
-    /// call with what it returns or throws, then announces what it posted;
-    /// LimitsExceeded at once
-    /// where the caller already has a lane's worth of calls waiting.
+    /// Runs `work` in the caller's lane (`NotificationLanes`), in a task,
+    /// answers the call with what it returns or throws, then announces what
+    /// it posted; LimitsExceeded at once where the caller already has a
+    /// lane's worth of calls waiting.
     func inTurn(_ call: MethodCall, _ answer: PendingAnswer, _ work: @escaping @Sendable () async throws -> ([Value], Posted)) throws {
-        let queued = lanes.enqueue(call.sender) { [self] in
-            do {
-                let (values, posted) = try await work()
-                answer.succeed(values)
-                announce(posted)
-            } catch {
-                answer.fail(error)
+        try enqueue(
+            call,
+            .waiting { [self] in
+                do {
+                    let (values, posted) = try await work()
+                    answer.succeed(values)
+                    announce(posted)
+                } catch {
+                    answer.fail(error)
+                }
+            })
+    }
+
+    /// As `inTurn`, for a call that waits for nothing (`readyCaller`), on
+    /// the connection's loop thread: at once where its sender has nothing
+    /// in its lane (which it would overtake) and fewer than a lane's turn
+    /// (`NotificationLanes.turnLength`) have been answered at once in this
+    /// turn of the loop; else in its lane, whose turn then comes on the
+    /// loop thread too.
+    ///
+    /// A Notify answered on the loop thread costs no task, no thread's wake
+    /// and no wait for the connection's lock. A message read in the same
+    /// turn waits behind one lane's turn of them at most, as it would
+    /// behind a lane; beyond that the calls queue in their lanes, and a
+    /// sender that has calls in its lane keeps to it until it empties, so
+    /// that no sender waits behind another's flood.
+    func inTurn(_ call: MethodCall, _ answer: PendingAnswer, ready work: @escaping @Sendable () throws -> ([Value], Posted)) throws {
+        let turn = call.connection.turn
+        if lanes.isIdle(call.sender) {
+            let inBudget = answeredAtOnce.withLock { answered in
+                if answered.turn != turn { answered = (turn, 0) }
+                guard answered.count < lanes.turnLength else { return false }
+                answered.count += 1
+                return true
             }
+            if inBudget { return answerNow(answer, work) }
         }
-        guard queued else {
+        try enqueue(call, .ready { [self] in answerNow(answer, work) })
+    }
+
+    private func enqueue(_ call: MethodCall, _ work: NotificationLanes.Work) throws {
+        guard lanes.enqueue(call.sender, work) else {
             throw DBusError(
                 .limitsExceeded, "\(lanes.depth) notifications from this connection are still waiting; wait for their answers before sending more")
         }
     }
 
-    /// Who the caller of a Notify is, where the call is answered at once
-    /// on the connection's loop thread rather than in its lane: its sender
-    /// has no call in its lane (which it would overtake), fewer than a
-    /// lane's turn (`NotificationLanes.turnLength`) have been answered at
-    /// once in this turn of the loop, its caller is known already, it
-    /// carries no picture (compressing one is work for a lane), and an id
-    /// is reserved for it (reserving one is a durable write). Nil
-    /// otherwise, and the call goes to its lane.
-    ///
-    /// A Notify answered at once costs no task, no thread's wake and no
-    /// wait for the connection's lock. A message read in the same turn
-    /// waits behind one lane's turn of them at most, as it would behind a
-    /// lane; beyond that the calls queue in their lanes, and a sender that
-    /// has calls in its lane keeps to it until it empties, so that no
-    /// sender waits behind another's flood.
-    func answersAtOnce(_ call: MethodCall, hints: VariantDictionary) -> Identities.Caller? {
-        let turn = call.connection.turn
-        guard lanes.isIdle(call.sender),
-            !hints.value.dictionaryEntries.contains(where: { Self.pictureHints.contains($0.key.string ?? "") }),
-            book.withLock({ $0.lastID < $0.idsReserved }),
-            let caller = identities.knownCaller(of: call)
+    /// Who the caller of a Notify is, where the call waits for nothing and
+    /// can be answered on the connection's loop thread: its caller is known
+    /// already, it carries no picture (compressing one is work for a task),
+    /// and an id is reserved for it (reserving one is a durable write). Nil
+    /// otherwise, and the call is answered in a task (`inTurn`).
+    func readyCaller(_ call: MethodCall, hints: VariantDictionary) -> Identities.Caller? {
+        guard !hints.value.dictionaryEntries.contains(where: { Self.pictureHints.contains($0.key.string ?? "") }),
+            book.withLock({ $0.lastID < $0.idsReserved })
         else { return nil }
-        let inBudget = answeredAtOnce.withLock { answered in
-            if answered.turn != turn { answered = (turn, 0) }
-            guard answered.count < lanes.turnLength else { return false }
-            answered.count += 1
-            return true
-        }
-        return inBudget ? caller : nil
+        return identities.knownCaller(of: call)
     }
 
     /// The hints that carry pixels.
     static let pictureHints: Set<String> = ["image-data", "image_data", "icon_data"]
 
     /// Answers with what `work` returns or throws, then announces what it
-    /// posted: `inTurn` without the lane.
-    func atOnce(_ answer: PendingAnswer, _ work: () throws -> ([Value], Posted)) {
+    /// posted.
+    private func answerNow(_ answer: PendingAnswer, _ work: () throws -> ([Value], Posted)) {
         do {
             let (values, posted) = try work()
             answer.succeed(values)
