@@ -64,9 +64,9 @@ TORTURE_ROUNDS ?= 200
 torture: test-build
 	TODAY_TORTURE_ROUNDS=$(TORTURE_ROUNDS) $(TEST_BINARY) --testing-library swift-testing --filter "CrashTests"
 
-# 100,000 notifications from 10 apps while another app and a widget are
-# timed (NotificationFloodTests; TODAY_FLOOD_PER_APP to change the size),
-# against the release build of todayd.
+# 100,000 notifications from 10 apps, then long bodies from three, while
+# another app and a widget are timed (NotificationFloodTests;
+# TODAY_FLOOD_PER_APP to change the size), against the release build of todayd.
 flood: test-build release
 	TODAY_TEST_ALONE=1 TODAY_TEST_TODAYD=$(abspath .build/release/todayd) $(TEST_BINARY) --testing-library swift-testing --filter NotificationFloodTests
 

@@ -22,7 +22,7 @@ extension NotificationService {
                         let posted = try service.post(posting)
                         return ([.uint32(posted.id)], posted)
                     }
-                    if let caller = service.readyCaller(call, hints: hints) {
+                    if let caller = service.readyCaller(call, body: body, hints: hints) {
                         try service.inTurn(call, answer, ready: { try post(caller.bundleID) })
                     } else {
                         try service.inTurn(call, answer) { try post(await service.callerApp(call)) }

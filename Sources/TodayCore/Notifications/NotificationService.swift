@@ -237,14 +237,23 @@ final class NotificationService: Sendable {
     /// Who the caller of a Notify is, where the call waits for nothing and
     /// can be answered on the connection's loop thread: its caller is known
     /// already, it carries no picture (compressing one is work for a task),
-    /// and an id is reserved for it (reserving one is a durable write). Nil
-    /// otherwise, and the call is answered in a task (`inTurn`).
-    func readyCaller(_ call: MethodCall, hints: VariantDictionary) -> Identities.Caller? {
-        guard !hints.value.dictionaryEntries.contains(where: { Self.pictureHints.contains($0.key.string ?? "") }),
+    /// its body and hints are short (`largestReady`), and an id is reserved
+    /// for it (reserving one is a durable write). Nil otherwise, and the
+    /// call is answered in a task (`inTurn`).
+    func readyCaller(_ call: MethodCall, body: String, hints: VariantDictionary) -> Identities.Caller? {
+        guard body.utf8.count <= Self.largestReady,
+            !hints.value.dictionaryEntries.contains(where: { Self.pictureHints.contains($0.key.string ?? "") }),
+            hints.value.approximateSize <= Self.largestReady,
             book.withLock({ $0.lastID < $0.idsReserved })
         else { return nil }
         return identities.knownCaller(of: call)
     }
+
+    /// The longest body, and the largest hints, a Notify answered on the
+    /// loop thread carries, in bytes. Reducing a body's markup and writing
+    /// its record take about 60 µs a KiB: a body of 64 KiB, 4 ms, which the
+    /// loop thread does not give one sender while others wait.
+    static let largestReady = 4096
 
     /// The hints that carry pixels.
     static let pictureHints: Set<String> = ["image-data", "image_data", "icon_data"]
