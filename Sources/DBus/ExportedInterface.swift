@@ -73,6 +73,12 @@ public final class ExportedInterface: Sendable {
         /// Properties changed by `setUnannounced` whose PropertiesChanged
         /// has not gone yet, in the order they first changed.
         var unannounced: [String] = []
+
+        /// Where the object is exported, while it is.
+        var target: (Connection, ObjectPath)? {
+            guard let connection, let path else { return nil }
+            return (connection, path)
+        }
     }
 
     /// Binds handlers, by method name, to an interface declared with plain
@@ -193,28 +199,18 @@ public final class ExportedInterface: Sendable {
         var invalidated: [String] = []
         let target = state.withLock { state -> (Connection, ObjectPath)? in
             for (name, value) in changes {
-                guard let property = interface.property(named: name) else {
-                    preconditionFailure("\(interface.name) has no property \(name)")
-                }
-                precondition(value.type == property.type, "\(name) is \(property.type), not \(value.type)")
-                guard state.values[name] != value else { continue }
-                state.values[name] = value
-                state.getAllReply = nil
+                guard let signal = store(name, value, in: &state) else { continue }
                 // Announced now, with this value: nothing is left to send.
                 state.unannounced.removeAll { $0 == name }
-                switch property.changeSignal {
+                switch signal {
                 case .emits: changed.append((name, value))
                 case .invalidates: invalidated.append(name)
                 case .const, .none: break
                 }
             }
-            guard let connection = state.connection, let path = state.path else { return nil }
-            return (connection, path)
+            return state.target
         }
-        guard let (connection, path) = target, !(changed.isEmpty && invalidated.isEmpty) else { return }
-        try? connection.emit(
-            path: path, interface: .properties, member: .propertiesChanged,
-            [.string(interface.name.rawValue), .vardict(changed), .strings(invalidated)])
+        announce(changed, invalidated, to: target)
     }
 
     public func set(_ name: String, _ value: Value) { set([(name, value)]) }
@@ -226,16 +222,10 @@ public final class ExportedInterface: Sendable {
     public func setUnannounced(_ changes: [(String, Value)]) {
         state.withLock { state in
             for (name, value) in changes {
-                guard let property = interface.property(named: name) else {
-                    preconditionFailure("\(interface.name) has no property \(name)")
-                }
-                precondition(value.type == property.type, "\(name) is \(property.type), not \(value.type)")
-                guard state.values[name] != value else { continue }
-                state.values[name] = value
-                state.getAllReply = nil
-                if property.changeSignal == .emits || property.changeSignal == .invalidates, !state.unannounced.contains(name) {
-                    state.unannounced.append(name)
-                }
+                guard let signal = store(name, value, in: &state), signal == .emits || signal == .invalidates,
+                    !state.unannounced.contains(name)
+                else { continue }
+                state.unannounced.append(name)
             }
         }
     }
@@ -246,7 +236,6 @@ public final class ExportedInterface: Sendable {
         var changed: [(String, Value)] = []
         var invalidated: [String] = []
         let target = state.withLock { state -> (Connection, ObjectPath)? in
-            guard !state.unannounced.isEmpty else { return nil }
             for name in state.unannounced {
                 switch interface.property(named: name)?.changeSignal {
                 case .emits: if let value = state.values[name] { changed.append((name, value)) }
@@ -255,10 +244,26 @@ public final class ExportedInterface: Sendable {
                 }
             }
             state.unannounced.removeAll(keepingCapacity: true)
-            guard let connection = state.connection, let path = state.path else { return nil }
-            return (connection, path)
+            return state.target
         }
-        guard let (connection, path) = target else { return }
+        announce(changed, invalidated, to: target)
+    }
+
+    /// Stores `value` as property `name`'s; how its change is announced,
+    /// or nil where the value is the same.
+    private func store(_ name: String, _ value: Value, in state: inout State) -> Property.ChangeSignal? {
+        guard let property = interface.property(named: name) else {
+            preconditionFailure("\(interface.name) has no property \(name)")
+        }
+        precondition(value.type == property.type, "\(name) is \(property.type), not \(value.type)")
+        guard state.values[name] != value else { return nil }
+        state.values[name] = value
+        state.getAllReply = nil
+        return property.changeSignal
+    }
+
+    private func announce(_ changed: [(String, Value)], _ invalidated: [String], to target: (Connection, ObjectPath)?) {
+        guard let (connection, path) = target, !(changed.isEmpty && invalidated.isEmpty) else { return }
         try? connection.emit(
             path: path, interface: .properties, member: .propertiesChanged,
             [.string(interface.name.rawValue), .vardict(changed), .strings(invalidated)])
