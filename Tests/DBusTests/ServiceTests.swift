@@ -94,6 +94,16 @@ import Testing
         }
     }
 
+    /// The bodies of the test object's PropertiesChanged as `client` sees
+    /// them, in order.
+    static func propertiesChanged(seenBy client: Connection) async throws -> Locked<[[Value]]> {
+        let changes = Locked<[[Value]]>([])
+        try await client.subscribe(
+            MatchRule(path: TestObject.path, interface: .properties, member: MemberName("PropertiesChanged"))
+        ) { message in changes.withLock { $0.append(message.body) } }
+        return changes
+    }
+
     @Test func propertiesAndTheirChanges() async throws {
         try await withPrivateBus { bus, server in
             let object = TestObject.make()
@@ -101,10 +111,7 @@ import Testing
             let client = try bus.connect()
             defer { client.close() }
             let d = BusName(rawValue: server.uniqueName)
-            let changes = Locked<[Message]>([])
-            try await client.subscribe(
-                MatchRule(path: TestObject.path, interface: .properties, member: MemberName("PropertiesChanged"))
-            ) { message in changes.withLock { $0.append(message) } }
+            let changes = try await Self.propertiesChanged(seenBy: client)
 
             let all = try await client.call(
                 d, path: TestObject.path, interface: .properties, member: MemberName("GetAll"),
@@ -142,7 +149,7 @@ import Testing
             }
 
             _ = try await eventually { changes.value.count >= 3 }
-            let seen = changes.value.map { $0.body }
+            let seen = changes.value
             #expect(seen.count == 3, "\(seen)")
             #expect(seen.first == [.string("org.example.Test1"), .vardict([("Count", .uint32(42))]), .strings([])])
             #expect(seen.dropFirst().first == [.string("org.example.Test1"), .vardict([]), .strings(["Blob"])])
@@ -160,10 +167,7 @@ import Testing
             let client = try bus.connect()
             defer { client.close() }
             let d = BusName(rawValue: server.uniqueName)
-            let changes = Locked<[[Value]]>([])
-            try await client.subscribe(
-                MatchRule(path: TestObject.path, interface: .properties, member: MemberName("PropertiesChanged"))
-            ) { message in changes.withLock { $0.append(message.body) } }
+            let changes = try await Self.propertiesChanged(seenBy: client)
             func get(_ name: String) async throws -> Value? {
                 try await client.call(
                     d, path: TestObject.path, interface: .properties, member: MemberName("Get"),
