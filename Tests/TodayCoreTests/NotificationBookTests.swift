@@ -219,10 +219,22 @@ import TodayProtocol
     @Test func unseenCountsWhatCameSinceMarkSeen() throws {
         var book = NotificationBook()
         _ = try book.post(Self.posting("a"), at: Self.start)
-        _ = try book.post(Self.posting("b"), at: Self.start)
+        _ = try book.post(Self.posting("b"), at: Self.start.addingTimeInterval(1))
         #expect(book.unseen.count == 2)
-        #expect(book.markSeen() == [.listChanged(changed: [], removed: [])])
+        // What is kept is the time of the newest seen: what came after it
+        // is what stays unseen after a restart.
+        #expect(book.markSeen() == [.seen(upTo: Self.start.addingTimeInterval(1)), .listChanged(changed: [], removed: [])])
         #expect(book.unseen.isEmpty && book.markSeen().isEmpty)
+        _ = try book.post(Self.posting("c"), at: Self.start.addingTimeInterval(2))
+        // A replacement is new again.
+        _ = try book.post(Self.posting("a again", replaces: 1), at: Self.start.addingTimeInterval(3))
+        #expect(book.unseen == [1, 3])
+
+        let restarted = NotificationBook(lastID: book.lastID, kept: book.list, seenUpTo: Self.start.addingTimeInterval(1))
+        #expect(restarted.unseen == book.unseen)
+        #expect(restarted.list == book.list)
+        // Never marked seen: all of them.
+        #expect(NotificationBook(lastID: book.lastID, kept: book.list, seenUpTo: nil).unseen == [1, 2, 3])
     }
 }
 

@@ -216,7 +216,11 @@ final class RestartableTodayd {
             ).value(UInt32.self)
         }
         var ids: [UInt32] = []
-        for n in 1...5 { ids.append(try await notify("message \(n)", hints: [("x-count", .uint16(UInt16(n)))])) }
+        for n in 1...5 {
+            ids.append(try await notify("message \(n)", hints: [("x-count", .uint16(UInt16(n)))]))
+            // The user looks at the list after the third.
+            if n == 3 { try await client.call(Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.markSeen) }
+        }
         // Dismissed, it is gone; its id is not given again.
         try await client.call(Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.dismiss, ids[4])
         // kill -9: whatever was acknowledged must be there after.
@@ -232,6 +236,8 @@ final class RestartableTodayd {
         #expect(kept.map { $0["id"]?.uint64 ?? 0 } == ids.prefix(4).reversed().map(UInt64.init))
         // Hints as sent, type and all.
         #expect(kept.last?["hints"].flatMap(VariantDictionary.init)?.dictionary["x-count"] == .uint16(1))
+        // What came after the user looked is still unseen: message 4.
+        #expect(try await NotificationCommandTests.property(client, "Unseen") == .uint32(1))
         let next = try await notify("after the restart")
         // After a kill, ids go on past the block reserved before it (after
         // a clean stop, from the last one given): never one given before.

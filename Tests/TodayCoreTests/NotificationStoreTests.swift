@@ -109,10 +109,22 @@ import TodayProtocol
         for id in 1...5 { try first.keep([.put(Self.notification(UInt32(id)))]) }
         try first.keep([.put(Self.notification(2, "replaced"))])
         try first.keep([.remove(4)])
-        let (lastID, kept) = store(home).load()
+        let (lastID, kept, seenUpTo) = store(home).load()
         #expect(kept.map(\.id) == [1, 2, 3, 5])
         #expect(kept.first { $0.id == 2 }?.summary == "replaced")
         #expect(lastID == 5)
+        #expect(seenUpTo == nil, "never marked seen")
+    }
+
+    @Test func whatIsSeenReadsBackToTheMicrosecond() throws {
+        let home = try temporaryDirectory("journal")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let time = ValueMapping.storable(Date(timeIntervalSince1970: 1_796_119_200.123456))
+        try store(home).keepSeen(upTo: time)
+        #expect(store(home).load().seenUpTo == time)
+        // A file that holds no time: every notification counts as unseen.
+        try Data("garbage".utf8).write(to: home.appendingPathComponent(".local/state/todayd/notifications/seen"))
+        #expect(store(home).load().seenUpTo == nil)
     }
 
     @Test func aTailCutShortIsLeftOutAndCutOff() throws {

@@ -26,6 +26,9 @@ struct NotificationBook: Sendable {
         case dropImage(String)
         /// NotificationsChanged(changed, removed), with Count and Unseen.
         case listChanged(changed: [UInt32], removed: [UInt32])
+        /// Keep that the notifications posted up to this time are seen
+        /// (MarkSeen): Unseen is the same after a restart.
+        case seen(upTo: Date)
         /// ActivationToken(id, token), then ActionInvoked(id, key).
         case invoked(UInt32, key: String, token: String?)
         /// NotificationReplied(id, text).
@@ -115,12 +118,15 @@ struct NotificationBook: Sendable {
     /// Per app: the second counted and how many came in it.
     private var rates: [String: (second: Int64, count: Int)] = [:]
 
-    init(lastID: UInt32 = 0, kept: [TodayNotification] = []) {
+    /// The list kept: `kept`, of which those posted after `seenUpTo` are
+    /// unseen (all of them where the user never marked the list seen).
+    init(lastID: UInt32 = 0, kept: [TodayNotification] = [], seenUpTo: Date? = nil) {
         self.lastID = lastID
         for notification in kept.sorted(by: { $0.time > $1.time || ($0.time == $1.time && $0.id > $1.id) }) where byID[notification.id] == nil {
             byID[notification.id] = notification
             order.append(notification.id)
             self.lastID = max(self.lastID, notification.id)
+            if seenUpTo.map({ notification.time > $0 }) ?? true { unseen.insert(notification.id) }
         }
     }
 
@@ -437,11 +443,13 @@ struct NotificationBook: Sendable {
         return effects
     }
 
-    /// The user has seen the list.
+    /// The user has seen the list: what was posted up to the newest in it.
+    /// A notification is unseen from its post (its `time`) until then, so
+    /// that time is what is kept.
     mutating func markSeen() -> [Effect] {
-        guard !unseen.isEmpty else { return [] }
+        guard !unseen.isEmpty, let newest = byID.values.lazy.map(\.time).max() else { return [] }
         unseen = []
-        return [.listChanged(changed: [], removed: [])]
+        return [.seen(upTo: newest), .listChanged(changed: [], removed: [])]
     }
 
     // MARK: Inhibitions

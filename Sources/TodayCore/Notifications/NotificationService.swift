@@ -71,9 +71,9 @@ final class NotificationService: Sendable {
         self.clock = clock
         store = NotificationStore(directories: directories, log: log)
         settingsPath = directories.configHome + "/todayd/notifications.plist"
-        let (lastID, kept) = store.load()
+        let (lastID, kept, seenUpTo) = store.load()
         store.sweepImages(keeping: kept)
-        var book = NotificationBook(lastID: lastID, kept: kept)
+        var book = NotificationBook(lastID: lastID, kept: kept, seenUpTo: seenUpTo)
         // What was reserved may have been given before a kill: go on after it.
         book.idsReserved = book.lastID
         book.settings = Self.readSettings(settingsPath, log: log) ?? NotificationSettings()
@@ -412,6 +412,12 @@ final class NotificationService: Sendable {
                 // others of a burst (`listChanges`).
                 center.setUnannounced([(Notifications.Center.count.name, .uint32(count)), (Notifications.Center.unseen.name, .uint32(unseen))])
                 listChanges.note(changed: changed, removed: removed)
+            case .seen(let time):
+                do {
+                    try store.keepSeen(upTo: time)
+                } catch {
+                    log.warning("cannot keep in \(store.folder) that the notifications are seen (after a restart they count as unseen): \(error)")
+                }
             case .invoked(let id, let key, let token):
                 if let token { try? freedesktop.emit(F.activationToken, [.uint32(id), .string(token)]) }
                 try? freedesktop.emit(F.actionInvoked, [.uint32(id), .string(key)])

@@ -8,7 +8,8 @@ import TodayProtocol
 /// The notification list on disk (SPEC section 14), under
 /// `$XDG_STATE_HOME/todayd/notifications/`: `journal`, an append-only log
 /// of what changed (a notification put, with its whole stored form, or one
-/// removed), and `last-id`, the ids reserved.
+/// removed), `last-id`, the ids reserved, and `seen`, the time up to which
+/// the user has seen what was posted (MarkSeen; microseconds since 1970).
 ///
 /// A notification's record is appended, in one write(), before its Notify
 /// is answered, so that killing todayd loses nothing it acknowledged (the
@@ -36,7 +37,9 @@ final class NotificationStore: Sendable {
     private let journal = Mutex(Journal())
     /// The id `last-id` holds, as last written.
     private let lastIDKept = Mutex<UInt32>(0)
-    private let pending = Mutex<(names: Set<String>, images: Set<String>, flush: Task<Void, Never>?)>(([], [], nil))
+    /// What the next flush makes durable: the journal (by name), and files
+    /// written whole without waiting for the disk (pictures, `seen`).
+    private let pending = Mutex<(names: Set<String>, files: Set<String>, flush: Task<Void, Never>?)>(([], [], nil))
     /// The list as it is now, for a rewrite of the journal.
     private let live = Mutex<(@Sendable () -> [TodayNotification]?)?>(nil)
 
@@ -65,11 +68,20 @@ final class NotificationStore: Sendable {
         live.withLock { $0 = list }
     }
 
-    /// The notifications kept, and the last id given (or reserved).
-    func load() -> (lastID: UInt32, notifications: [TodayNotification]) {
+    /// The notifications kept, the last id given (or reserved), and the
+    /// time up to which the user has seen them (nil: never marked seen).
+    func load() -> (lastID: UInt32, notifications: [TodayNotification], seenUpTo: Date?) {
         var lastID: UInt32 = 0
         if let text = try? String(contentsOfFile: folder + "/last-id", encoding: .utf8) {
             lastID = UInt32(text.trimmingWhitespace()) ?? 0
+        }
+        var seenUpTo: Date?
+        if let text = try? String(contentsOfFile: folder + "/" + Self.seenName, encoding: .utf8) {
+            if let micros = UInt64(text.trimmingWhitespace()) {
+                seenUpTo = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+            } else {
+                log.warning("\(folder)/\(Self.seenName) holds no time; every notification kept counts as unseen")
+            }
         }
         var kept: [UInt32: TodayNotification] = [:]
         var rewrite = false
@@ -116,7 +128,7 @@ final class NotificationStore: Sendable {
             }
         }
         for leftover in DurableFile.removeLeftovers(in: folder) { log.info("removed \(leftover), left by an interrupted write") }
-        return (max(lastID, notifications.last?.id ?? 0), notifications)
+        return (max(lastID, notifications.last?.id ?? 0), notifications, seenUpTo)
     }
 
     /// Appends `records` in one write; throws where they cannot be kept,
@@ -149,6 +161,20 @@ final class NotificationStore: Sendable {
         }
     }
 
+    static let seenName = "seen"
+
+    /// Keeps that the notifications posted up to `time` are seen: written
+    /// whole at once, and flushed to the disk within a second with the
+    /// journal (MarkSeen comes on the loop thread, which does not wait for
+    /// the disk).
+    func keepSeen(upTo time: Date) throws {
+        let path = folder + "/" + Self.seenName
+        try DurableFile.makeFolder(folder)
+        try DurableFile.write(Data("\(ValueMapping.microseconds(time))\n".utf8), to: path, sync: false)
+        pending.withLock { _ = $0.files.insert(path) }
+        syncSoon(Self.journalName)
+    }
+
     /// The folder of the pictures kept as PNG files.
     var imageFolder: String { folder + "/images" }
 
@@ -158,7 +184,7 @@ final class NotificationStore: Sendable {
         let name = String(UInt64.random(in: 0...UInt64.max), radix: 16) + ".png"
         let path = imageFolder + "/" + name
         try DurableFile.write(png, to: path, sync: false)
-        pending.withLock { _ = $0.images.insert(path) }
+        pending.withLock { _ = $0.files.insert(path) }
         syncSoon(Self.journalName)
         return path
     }
@@ -379,15 +405,15 @@ final class NotificationStore: Sendable {
 
     /// Flushes what was written since the last flush.
     func flush() {
-        let (names, images) = pending.withLock { pending -> (Set<String>, Set<String>) in
+        let (names, files) = pending.withLock { pending -> (Set<String>, Set<String>) in
             defer { pending = ([], [], nil) }
-            return (pending.names, pending.images)
+            return (pending.names, pending.files)
         }
-        for path in images {
-            // Gone already where its notification went.
+        for path in files {
+            // A picture is gone already where its notification went.
             try? FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW).sync()
         }
-        if !images.isEmpty { DurableFile.syncFolder(imageFolder) }
+        if files.contains(where: { $0.hasPrefix(imageFolder + "/") }) { DurableFile.syncFolder(imageFolder) }
         guard !names.isEmpty else { return }
         if let file = journal.withLock({ $0.file }) { try? file.sync() }
         DurableFile.syncFolder(folder)
