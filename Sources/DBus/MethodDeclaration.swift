@@ -96,7 +96,9 @@ public struct VariantDictionary: DBusArgument, Hashable {
         self = checked
     }
     public init(dbusValue value: Value) throws {
-        guard value.type == Self.dbusType else { throw Self.mismatch(value) }
+        // The case, not `value.type`: a dictionary's type is made anew
+        // (an allocation) each time it is asked for.
+        guard case .dictionary(key: .string, value: .variant, _) = value else { throw Self.mismatch(value) }
         self.value = value
     }
 

@@ -244,15 +244,15 @@ struct NotificationBook: Sendable {
         let before = byID[id]
         let wasUnseen = unseen.contains(id)
         var removed: [(notification: TodayNotification, unseen: Bool)] = []
-        /// Takes `ids` out as `remove` does, keeping what they were.
-        func take(_ ids: [UInt32], reason: CloseReason?) -> [Effect] {
-            for id in ids { if let gone = byID[id] { removed.append((gone, unseen.contains(id))) } }
-            return remove(ids, reason: reason)
+        /// Takes `id` out as `remove` does, keeping what it was.
+        func take(_ id: UInt32, reason: CloseReason?) {
+            if let gone = byID[id] { removed.append((gone, unseen.contains(id))) }
+            remove(id, reason: reason, into: &effects)
         }
         if notification.transient {
             // Shown, never kept: it closes when its time runs out, and a
             // transient replacement takes the one it replaces out of the list.
-            if let replaced { effects += take([replaced], reason: nil) }
+            if let replaced { take(replaced, reason: nil) }
             byID[id] = notification
             if banner { effects.append(.banner(id)) }
             return (id, effects, Undo(posted: notification, replaced: before, wasUnseen: wasUnseen, removed: removed))
@@ -265,7 +265,7 @@ struct NotificationBook: Sendable {
         effects.append(.store(id))
         var evicted: [UInt32] = []
         while order.count > capacity, let oldest = order.last {
-            effects += take([oldest], reason: .other)
+            take(oldest, reason: .other)
             evicted.append(oldest)
         }
         effects.append(.listChanged(changed: [id], removed: evicted))
@@ -327,18 +327,22 @@ struct NotificationBook: Sendable {
     /// for each still open (nil: none).
     private mutating func remove(_ ids: [UInt32], reason: CloseReason?) -> [Effect] {
         var effects: [Effect] = []
-        for id in ids {
-            guard let notification = byID.removeValue(forKey: id) else { continue }
-            if notification.isOpen, let reason { effects.append(.closed(id, reason)) }
-            // Only transient ones are kept out of the list; the oldest,
-            // which leave most often, are found first from the end.
-            let wasListed = !notification.transient
-            if wasListed, let at = order.lastIndex(of: id) { order.remove(at: at) }
-            unseen.remove(id)
-            if wasListed { effects.append(.forget(id)) }
-            if let file = notification.imageFile { effects.append(.dropImage(file)) }
-        }
+        for id in ids { remove(id, reason: reason, into: &effects) }
         return effects
+    }
+
+    /// Takes `id` out, adding what that does to `effects` (a post's own
+    /// list, made at its size, rather than one more list to join to it).
+    private mutating func remove(_ id: UInt32, reason: CloseReason?, into effects: inout [Effect]) {
+        guard let notification = byID.removeValue(forKey: id) else { return }
+        if notification.isOpen, let reason { effects.append(.closed(id, reason)) }
+        // Only transient ones are kept out of the list; the oldest,
+        // which leave most often, are found first from the end.
+        let wasListed = !notification.transient
+        if wasListed, let at = order.lastIndex(of: id) { order.remove(at: at) }
+        unseen.remove(id)
+        if wasListed { effects.append(.forget(id)) }
+        if let file = notification.imageFile { effects.append(.dropImage(file)) }
     }
 
     /// CloseNotification: the sender recalls it (reason 3), and it leaves
