@@ -50,6 +50,25 @@ public final class BusDaemon: Sendable {
         self.address = line
     }
 
+    /// `init` for async code: the wait for the daemon's address is made on
+    /// a thread of its own, not on the caller's, which in a task is one of
+    /// the few the cooperative pool has (a hundred tests starting a bus
+    /// each would otherwise hold the pool until their buses answer).
+    public static func start(
+        executable: String = "/usr/bin/dbus-daemon", serviceFolders: [String]? = nil, environment: [String: String]? = nil
+    ) async throws -> BusDaemon {
+        try await withCheckedThrowingContinuation { continuation in
+            do throws(Errno) {
+                try Threads.detach {
+                    continuation.resume(
+                        with: Result { try BusDaemon(executable: executable, serviceFolders: serviceFolders, environment: environment) })
+                }
+            } catch {
+                continuation.resume(throwing: DBusError.failed("cannot start a thread to start \(executable): \(error)"))
+            }
+        }
+    }
+
     /// Starts the daemon with `today_spawn` (Foundation's Process would
     /// add a SIGCHLD handler that wakes threads whenever any child of this
     /// process ends, providers included): standard output a pipe, whose
@@ -213,7 +232,7 @@ public final class BusDaemon: Sendable {
 
 /// Runs `body` with a fresh bus and a connection to it, closing both after.
 public func withPrivateBus<T>(_ body: (BusDaemon, Connection) async throws -> T) async throws -> T {
-    let bus = try BusDaemon()
+    let bus = try await BusDaemon.start()
     let connection = try Connection(address: bus.address)
     defer {
         connection.close()

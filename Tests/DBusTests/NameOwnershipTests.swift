@@ -6,7 +6,7 @@ import Testing
 /// each follows the bus's hand-overs, and a change of one leaves the others.
 @Suite(.timeLimit(.minutes(1))) struct NameOwnershipTests {
     @Test func eachNameFollowsItsOwnPolicy() async throws {
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         let ours = try bus.connect()
         defer { ours.close() }
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func anExclusiveNameThatIsTakenIsNotWaitedFor() async throws {
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         let ours = try bus.connect()
         defer { ours.close() }

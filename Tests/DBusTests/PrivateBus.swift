@@ -8,8 +8,8 @@ extension BusDaemon {
 }
 
 @Suite struct BusDaemonTests {
-    @Test func stoppingRemovesTheSocket() throws {
-        let bus = try BusDaemon()
+    @Test func stoppingRemovesTheSocket() async throws {
+        let bus = try await BusDaemon.start()
         let socket = try #require(BusDaemon.socketPath(of: bus.address), "\(bus.address)")
         var info = stat()
         #expect(stat(socket, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK)
@@ -17,7 +17,7 @@ extension BusDaemon {
         #expect(stat(socket, &info) != 0 && errno == ENOENT, "\(socket) is still there")
     }
 
-    @Test func theBusKeepsNoDescriptorOfOurs() throws {
+    @Test func theBusKeepsNoDescriptorOfOurs() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("open-\(UUID().uuidString)").path
         // Not close-on-exec, as Foundation's Data.write opens files.
         let fd = open(path, O_WRONLY | O_CREAT, 0o600)
@@ -26,7 +26,7 @@ extension BusDaemon {
             close(fd)
             unlink(path)
         }
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         let folder = "/proc/\(bus.pid)/fd"
         let targets = try FileManager.default.contentsOfDirectory(atPath: folder).compactMap {

@@ -19,7 +19,7 @@ import Testing
         }
     }
 
-    @Test func plistlibReadsWhatWeWrite() throws {
+    @Test func plistlibReadsWhatWeWrite() async throws {
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         var paths: [String] = []
@@ -32,7 +32,7 @@ import Testing
                 expected.append(tagged(value))
             }
         }
-        let result = try runBlocking(["python3", plistcheck, "dump"] + paths)
+        let result = try await run(["python3", plistcheck, "dump"] + paths)
         #expect(result.status == 0, "\(result.error)")
         let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for (i, path) in paths.enumerated() {
@@ -44,13 +44,13 @@ import Testing
         }
     }
 
-    @Test func weReadWhatPlistlibWrites() throws {
+    @Test func weReadWhatPlistlibWrites() async throws {
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         for (i, value) in values.enumerated() {
             try Data(tagged(value).utf8).write(to: folder.appendingPathComponent("\(i).json"))
         }
-        let written = try runBlocking(["python3", plistcheck, "write", folder.path])
+        let written = try await run(["python3", plistcheck, "write", folder.path])
         #expect(written.status == 0, "\(written.error)")
         for (i, value) in values.enumerated() {
             for format in ["xml", "binary"] {
@@ -66,7 +66,7 @@ import Testing
     /// merges keys that differ only in Unicode normalization (plistlib and
     /// Apple's Foundation keep both); equality here ignores key order and the
     /// sign of zero, and skips such strings and keys.
-    @Test func plutilAgrees() throws {
+    @Test func plutilAgrees() async throws {
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         for (i, value) in values.enumerated() {
@@ -76,9 +76,9 @@ import Testing
                 let input = folder.appendingPathComponent("\(i).\(format.rawValue)").path
                 let output = input + ".\(target)"
                 try Plist.write(value, format: format).write(to: URL(fileURLWithPath: input))
-                let lint = try runBlocking(["plutil", "-lint", input])
+                let lint = try await run(["plutil", "-lint", input])
                 #expect(lint.status == 0, "plutil -lint \(input): \(lint.output) \(lint.error)")
-                let converted = try runBlocking(["plutil", "-convert", target, "-o", output, input])
+                let converted = try await run(["plutil", "-convert", target, "-o", output, input])
                 #expect(converted.status == 0, "plutil -convert \(target): \(converted.error)")
                 let back = try Plist.read(Data(contentsOf: URL(fileURLWithPath: output)))
                 #expect(back == value, "through plutil \(target): \(tagged(value).prefix(200))")

@@ -224,7 +224,7 @@ import Testing
         return .dictionary(dictionary)
     }()
 
-    @Test func filesWrittenByLibplistAreRead() throws {
+    @Test func filesWrittenByLibplistAreRead() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/plistutil") else {
             Issue.record("plistutil is missing: apt-get install libplist-utils (scripts/install-deps does)")
             return
@@ -234,7 +234,7 @@ import Testing
         let xml = folder.appendingPathComponent("large.plist")
         let binary = folder.appendingPathComponent("large.bplist")
         try Plist.write(Self.large, format: .xml).write(to: xml)
-        let converted = try runBlocking(["/usr/bin/plistutil", "-i", xml.path, "-o", binary.path, "-f", "bin"])
+        let converted = try await run(["/usr/bin/plistutil", "-i", xml.path, "-o", binary.path, "-f", "bin"])
         #expect(converted.status == 0, "\(converted.error)")
         let bytes = try Data(contentsOf: binary)
         #expect(bytes.count > 65_536)
@@ -244,7 +244,7 @@ import Testing
         let ours = folder.appendingPathComponent("ours.bplist")
         let back = folder.appendingPathComponent("back.plist")
         try Plist.write(Self.large, format: .binary).write(to: ours)
-        let reverse = try runBlocking(["/usr/bin/plistutil", "-i", ours.path, "-o", back.path, "-f", "xml"])
+        let reverse = try await run(["/usr/bin/plistutil", "-i", ours.path, "-o", back.path, "-f", "xml"])
         #expect(reverse.status == 0, "\(reverse.error)")
         #expect(try Plist.read(contentsOf: back.path) == Self.large)
     }

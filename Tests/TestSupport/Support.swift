@@ -5,10 +5,29 @@ import Glibc
 /// returns its exit status and output.
 @discardableResult
 public func run(_ arguments: [String], timeout: TimeInterval = 20) async throws -> (status: Int32, output: String, error: String) {
+    try await offThePool { try runBlocking(arguments, timeout: timeout) }
+}
+
+/// Runs `body` on a thread of its own. Work that waits (a process, a
+/// pipe) must not wait on one of Dispatch's shared threads either: on
+/// Linux the cooperative pool runs its jobs on the same root queue as
+/// `DispatchQueue.global()`, a few threads wide, and Dispatch adds
+/// threads only as it notices the blocked ones. A run that starts a
+/// hundred tests at once, each with a client process or two, otherwise
+/// stalls every test for seconds at its start.
+func onAThreadOfItsOwn(_ body: @escaping @Sendable () -> Void) {
+    Thread { body() }.start()
+}
+
+/// Runs `body` on a thread of its own rather than the cooperative pool's,
+/// and returns what it returns: for work that holds its thread for
+/// seconds (hundreds of files, a subprocess after another). The pool has
+/// as many threads as processors, and a test that holds one stalls every
+/// other test waiting for it. `body` must not record issues (`#expect`
+/// belongs to the test's own task): it returns what the test then checks.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(with: Result { try runBlocking(arguments, timeout: timeout) })
-        }
+        onAThreadOfItsOwn { continuation.resume(with: Result { try body() }) }
     }
 }
 
@@ -25,8 +44,13 @@ public func runBlocking(_ arguments: [String], timeout: TimeInterval = 20) throw
     let outData = Locked(Data())
     let errData = Locked(Data())
     let group = DispatchGroup()
-    DispatchQueue.global().async(group: group) { outData.value = out.fileHandleForReading.readDataToEndOfFile() }
-    DispatchQueue.global().async(group: group) { errData.value = err.fileHandleForReading.readDataToEndOfFile() }
+    for (pipe, data) in [(out, outData), (err, errData)] {
+        group.enter()
+        onAThreadOfItsOwn {
+            data.value = pipe.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+    }
     if group.wait(timeout: .now() + timeout) == .timedOut { kill(process.processIdentifier, SIGKILL) }
     process.waitUntilExit()
     return (

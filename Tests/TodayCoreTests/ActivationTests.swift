@@ -59,7 +59,7 @@ import TodayProtocol
         try writeExecutable(Self.provider, to: script.path)
         try Data("[D-BUS Service]\nName=org.example.Act.Provider\nExec=\(script.path)\n".utf8)
             .write(to: services.appendingPathComponent("org.example.Act.Provider.service"))
-        let bus = try BusDaemon(serviceFolders: [services.path])
+        let bus = try await BusDaemon.start(serviceFolders: [services.path])
         defer { bus.stop() }
 
         let bundles = try BundleFolder()

@@ -20,7 +20,7 @@ import TodayProtocol
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
     func theBusStartsThemAndTheyFollowTheList() async throws {
-        let todayd = try RestartableTodayd("banners", activating: true)
+        let todayd = try await RestartableTodayd("banners", activating: true)
         defer { todayd.remove() }
         let out = todayd.home.appendingPathComponent("banners.out")
         let picture = todayd.home.appendingPathComponent("banners.png")

@@ -139,7 +139,7 @@ import TodayProtocol
         // The bus outlives todayd, as a session bus does; the bar keeps
         // running, keeps its last line while todayd is away, and follows
         // the new todayd (its new unique name) once it is back.
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         let bundles = try BundleFolder()
         defer { bundles.remove() }

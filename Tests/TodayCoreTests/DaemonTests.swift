@@ -132,7 +132,7 @@ import TodayProtocol
     /// there before it opens anything, so that no file of its own (the
     /// bus, dispatch's epoll) takes their numbers and gets log lines.
     @Test func closedStandardDescriptorsAreReopened() async throws {
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         let home = try temporaryDirectory("todayd")
         defer { try? FileManager.default.removeItem(at: home) }

@@ -151,7 +151,7 @@ final class EssentialsService {
         }
         var environment = TodayDaemon.environment(home: home)
         environment.merge(extra) { _, given in given }
-        bus = try BusDaemon(serviceFolders: [services.path], environment: environment)
+        bus = try await BusDaemon.start(serviceFolders: [services.path], environment: environment)
         daemon = try TodayDaemon(bundles: [Paths.essentials], home: home, address: bus.address, environment: extra)
         client = try await daemon.ready()
         self.environment = extra
@@ -255,7 +255,7 @@ extension [String: Value] {
 
         /// The display device: a battery at `percentage` with `timeToEmpty` seconds left, discharging.
         init(percentage: Double, timeToEmpty: Int64, icon: String = "") async throws {
-            system = try BusDaemon()
+            system = try await BusDaemon.start()
             do {
                 upower = try Background(
                     "/usr/bin/env", ["DBUS_SYSTEM_BUS_ADDRESS=\(system.address)", "/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "upower"])

@@ -91,7 +91,7 @@ final class TodayDaemon: @unchecked Sendable {
         environment["XDG_DATA_DIRS"] = root.path + "/shared"
         try FileManager.default.createDirectory(atPath: root.path + "/shared/todayd", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: root.path + "/shared/todayd/bundles", withDestinationPath: Paths.examples)
-        return (try BusDaemon(serviceFolders: [prefix + "/share/dbus-1/services"], environment: environment), prefix)
+        return (try await BusDaemon.start(serviceFolders: [prefix + "/share/dbus-1/services"], environment: environment), prefix)
     }
 
     static func environment(home: URL) -> [String: String] {

@@ -84,7 +84,7 @@ import TodayProtocol
     }
 
     @Test func notifyAndTheListFromTheCommandLine() async throws {
-        let todayd = try RestartableTodayd("notify-command")
+        let todayd = try await RestartableTodayd("notify-command")
         defer { todayd.remove() }
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
@@ -176,7 +176,7 @@ import TodayProtocol
     }
 
     @Test func theBarModuleIsPushedAndOutlivesTodayd() async throws {
-        let todayd = try RestartableTodayd("notification-bar")
+        let todayd = try await RestartableTodayd("notification-bar")
         defer { todayd.remove() }
         var (daemon, client) = try await todayd.start()
         let address = todayd.bus.address

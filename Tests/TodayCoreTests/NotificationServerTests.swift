@@ -18,12 +18,12 @@ final class RestartableTodayd {
 
     /// With `activating`, the bus starts the services whose files are put
     /// in `services`.
-    init(_ name: String, activating: Bool = false) throws {
+    init(_ name: String, activating: Bool = false) async throws {
         bundles = try BundleFolder()
         home = try temporaryDirectory(name)
         services = home.appendingPathComponent("services")
         try FileManager.default.createDirectory(at: services, withIntermediateDirectories: true)
-        bus = try activating ? BusDaemon(serviceFolders: [services.path], environment: TodayDaemon.environment(home: home)) : BusDaemon()
+        bus = try await activating ? BusDaemon.start(serviceFolders: [services.path], environment: TodayDaemon.environment(home: home)) : BusDaemon.start()
     }
 
     /// A todayd on the bus, once it serves its own name and `name`.
@@ -107,7 +107,7 @@ final class RestartableTodayd {
     @Test func anotherServerKeepsItsNamesAndTodaydTakesOverWhenItLeaves() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         // Another server (as dunst does: replaceable, no queue of its own).
         let other = try Connection(address: bus.address)
@@ -135,7 +135,7 @@ final class RestartableTodayd {
     }
 
     @Test func doNotDisturbAndPoliciesAreTheUsersSettings() async throws {
-        let todayd = try RestartableTodayd("notification-settings")
+        let todayd = try await RestartableTodayd("notification-settings")
         defer { todayd.remove() }
         let (bus, home) = (todayd.bus, todayd.home)
         var (daemon, client) = try await todayd.start()
@@ -205,7 +205,7 @@ final class RestartableTodayd {
     }
 
     @Test func whatIsAcknowledgedSurvivesAKillAndIdsGoOn() async throws {
-        let todayd = try RestartableTodayd("notifications")
+        let todayd = try await RestartableTodayd("notifications")
         defer { todayd.remove() }
         var (daemon, client) = try await todayd.start()
         typealias F = Notifications.Freedesktop
@@ -270,7 +270,7 @@ final class RestartableTodayd {
     /// a few for the burst rather than one a notification, the last with
     /// the count the list ends with, each just before its NotificationsChanged.
     @Test func aBurstAnnouncesItsCountsWithItsChanges() async throws {
-        let todayd = try RestartableTodayd("notification-burst")
+        let todayd = try await RestartableTodayd("notification-burst")
         defer { todayd.remove() }
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
@@ -321,7 +321,7 @@ final class RestartableTodayd {
     /// most; it outlives a kill -9, and goes with its notification.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3-gi"))
     func picturesAreKeptAsPNGFiles() async throws {
-        let todayd = try RestartableTodayd("notification-pictures")
+        let todayd = try await RestartableTodayd("notification-pictures")
         defer { todayd.remove() }
         var (daemon, client) = try await todayd.start()
         typealias F = Notifications.Freedesktop
@@ -440,7 +440,7 @@ final class RestartableTodayd {
     /// the app receives the action and its target.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3-gi"))
     func aGApplicationsActionReachesTheRestartedApp() async throws {
-        let todayd = try RestartableTodayd("gapplication", activating: true)
+        let todayd = try await RestartableTodayd("gapplication", activating: true)
         defer { todayd.remove() }
         let (home, services) = (todayd.home, todayd.services)
         let received = home.appendingPathComponent("received")
@@ -484,7 +484,7 @@ final class RestartableTodayd {
     static let rounds = Int(ProcessInfo.processInfo.environment["TODAY_TORTURE_ROUNDS"] ?? "") ?? 3
 
     @Test func killedDuringAFloodLosesNothingAcknowledged() async throws {
-        let todayd = try RestartableTodayd("notification-crash")
+        let todayd = try await RestartableTodayd("notification-crash")
         defer { todayd.remove() }
         let bus = todayd.bus
         var acknowledged: Set<UInt32> = []

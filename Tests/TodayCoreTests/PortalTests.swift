@@ -27,7 +27,7 @@ import TodayProtocol
     func aSandboxedAppsNotificationReachesTheListThroughThePortal() async throws {
         // A bus that activates nothing of the system's (the document
         // portal would mount itself under the real home).
-        let todayd = try RestartableTodayd("portal", activating: true)
+        let todayd = try await RestartableTodayd("portal", activating: true)
         defer { todayd.remove() }
         let (daemon, client) = try await todayd.start(serving: Notifications.gtkName)
         defer { daemon.stop(keepHome: true) }

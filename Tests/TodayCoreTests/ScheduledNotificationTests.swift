@@ -20,9 +20,9 @@ import TodayProtocol
         let bus: BusDaemon
         let home: URL
 
-        init() throws {
+        init() async throws {
             home = try temporaryDirectory("scheduled")
-            bus = try BusDaemon()
+            bus = try await BusDaemon.start()
         }
 
         func start() async throws -> (TodayDaemon, Connection) {
@@ -68,7 +68,7 @@ import TodayProtocol
     }
 
     @Test func theAnswerReachesTheAppAfterItExitedAndTodaydRestarted() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         defer { setup.remove() }
         var (daemon, client) = try await setup.start()
         // Due 15 s after the departure is added (75 s ahead, reminded 60 s
@@ -118,7 +118,7 @@ import TodayProtocol
     }
 
     @Test func aReminderDueWhileTodaydWasDownComesAtStartOnceAndTakesAReply() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         defer { setup.remove() }
         var (daemon, client) = try await setup.start()
         try await Self.remind(setup, client, departingIn: 63)
@@ -146,7 +146,7 @@ import TodayProtocol
     }
 
     @Test func anotherAppCannotSeeRemoveOrAnswerTheRequests() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         defer { setup.remove() }
         let (daemon, client) = try await setup.start()
         defer { _ = daemon.stop(keepHome: true) }

@@ -206,7 +206,7 @@ import TodayProtocol
         #expect(!followed.texts.contains("Broken"), "the widget without content went: \(followed.texts)")
 
         // On a bus where todayd is not running: the banner says so.
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         let away = try await Self.render(bus.address)
         #expect(away.status == 0)
@@ -336,7 +336,7 @@ import TodayProtocol
         try bundles.addApp("org.example.Seen", widgets: [
             .init(name: "Mail", script: #"n=$(cat "$TODAY_CONTAINER/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$TODAY_CONTAINER/n"; printf '{"result": "new-data", "snapshot": {"title": "%s new mails"}}' "$n""#)
         ])
-        let bus = try BusDaemon()
+        let bus = try await BusDaemon.start()
         defer { bus.stop() }
         var daemon = try TodayDaemon(bundles: [bundles.path], home: home, address: bus.address)
         let client = try await daemon.ready()

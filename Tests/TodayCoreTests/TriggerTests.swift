@@ -14,7 +14,7 @@ import TodayProtocol
     static let year2027 = Date(timeIntervalSince1970: 1_798_761_600)  // 2027-01-01T00:00:00Z
 
     /// Each case's next date as nextdates.py computes it.
-    static func independent(_ cases: [(after: Date, zone: String, match: DateMatch)]) throws -> [Int64?] {
+    static func independent(_ cases: [(after: Date, zone: String, match: DateMatch)]) async throws -> [Int64?] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("nextdates.py").path
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("nextdates-\(UUID().uuidString).jsonl")
         defer { try? FileManager.default.removeItem(at: input) }
@@ -28,7 +28,7 @@ import TodayProtocol
             return "{\"after\": \(Int64(item.after.timeIntervalSince1970)), \"zone\": \"\(item.zone)\", \"match\": {\(fields)}}"
         }
         try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: input)
-        let result = try runBlocking(["sh", "-c", "python3 \"$0\" < \"$1\"", script, input.path], timeout: 120)
+        let result = try await run(["sh", "-c", "python3 \"$0\" < \"$1\"", script, input.path], timeout: 120)
         try #require(result.status == 0, "nextdates.py: \(result.error)")
         return result.output.split(separator: "\n").map { Int64($0) }
     }
@@ -36,7 +36,7 @@ import TodayProtocol
     /// Triggers that meet daylight saving's gaps and doubled hours, the
     /// ends of months, leap days and weekdays, from random instants of 2027
     /// (a fixed seed, printed on failure), each compared with zoneinfo's.
-    @Test func calendarTriggersMatchTheTzDatabaseOverAYear() throws {
+    @Test func calendarTriggersMatchTheTzDatabaseOverAYear() async throws {
         let seed = UInt64(20_271_231)
         var random = SeededGenerator(state: seed)
         let matches: [DateMatch] = [
@@ -52,7 +52,7 @@ import TodayProtocol
                 cases.append((after, zone, matches[Int(random.next() % UInt64(matches.count))]))
             }
         }
-        let expected = try Self.independent(cases)
+        let expected = try await Self.independent(cases)
         try #require(expected.count == cases.count)
         var wrong: [String] = []
         for (item, answer) in zip(cases, expected) {
@@ -64,7 +64,7 @@ import TodayProtocol
 
     /// A daily 02:30 repeated through a year: every day once, the day the
     /// clocks skip 02:30 at the end of the gap, the day it comes twice once.
-    @Test func aDailyTriggerFiresOnceADayThroughTheChanges() throws {
+    @Test func aDailyTriggerFiresOnceADayThroughTheChanges() async throws {
         for zone in Self.zones {
             let timeZone = try #require(TimeZone(identifier: zone))
             let match = DateMatch(hour: 2, minute: 30)
@@ -75,7 +75,7 @@ import TodayProtocol
                 dates.append(next)
                 after = next
             }
-            let expected = try Self.independent(zip([Self.year2027] + dates.dropLast(), dates).map { ($0.0, zone, match) })
+            let expected = try await Self.independent(zip([Self.year2027] + dates.dropLast(), dates).map { ($0.0, zone, match) })
             #expect(dates.map { Int64($0.timeIntervalSince1970) } == expected.compactMap { $0 }, "\(zone)")
             // One a day: no two on the same local day.
             var calendar = Calendar(identifier: .gregorian)
