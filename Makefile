@@ -42,6 +42,7 @@ test: test-build
 	TODAY_TEST_BUILDS=1 timeout 900 $(TEST_BINARY) --testing-library swift-testing --filter NewProjectTests
 	TODAY_TEST_ALONE=1 timeout 600 $(TEST_BINARY) --testing-library swift-testing --filter "SlowAppletTests|PortalTests"
 	TODAY_TEST_DISPLAY=1 timeout 600 $(TEST_BINARY) --testing-library swift-testing --filter "TodayViewTests|BannerTests"
+	TODAY_TEST_DISPLAY=1 TODAY_TEST_ALONE=1 timeout 300 $(TEST_BINARY) --testing-library swift-testing --filter aCardDraggedOntoAnotherTakesItsPlace
 	$(MAKE) deb
 	scripts/check-deb .build/deb/todayd_*.deb .build/examples
 	scripts/fuzz --runs $(TEST_FUZZ_RUNS)

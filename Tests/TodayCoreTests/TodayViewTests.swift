@@ -562,7 +562,12 @@ import TodayProtocol
 
     /// Edit: a card dragged with the mouse onto another takes its place
     /// (the pointer driven through XTest on a display of the test's own).
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
+    /// Run alone: GTK starts a drag only where it handles the press while
+    /// the button is still down, and beside sixteen other views and their
+    /// X servers on two processors it sometimes handled it too late.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"),
+        .enabled(if: ProcessInfo.processInfo.environment["TODAY_TEST_ALONE"] != nil, "run alone by make test (TODAY_TEST_ALONE=1)"))
     func aCardDraggedOntoAnotherTakesItsPlace() async throws {
         let folder = try temporaryDirectory("drag")
         defer { try? FileManager.default.removeItem(at: folder) }
