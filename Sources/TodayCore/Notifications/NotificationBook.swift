@@ -383,7 +383,7 @@ struct NotificationBook: Sendable {
         let due = byID.filter { $0.value.isOpen && ($0.value.expires.map { $0 <= now } ?? false) }
         for (id, notification) in due.sorted(by: { $0.key < $1.key }) {
             if notification.transient {
-                effects += remove([id], reason: .expired)
+                remove(id, reason: .expired, into: &effects)
                 removed.append(id)
                 continue
             }
@@ -426,7 +426,7 @@ struct NotificationBook: Sendable {
         }
         if notification.resident { return effects }
         let listed = order.contains(id)
-        effects += remove([id], reason: .dismissed)
+        remove(id, reason: .dismissed, into: &effects)
         if listed { effects.append(.listChanged(changed: [], removed: [id])) }
         return effects
     }
@@ -441,7 +441,7 @@ struct NotificationBook: Sendable {
         }
         if !notification.resident {
             let listed = order.contains(id)
-            effects += remove([id], reason: .dismissed)
+            remove(id, reason: .dismissed, into: &effects)
             if listed { effects.append(.listChanged(changed: [], removed: [id])) }
         }
         return effects
