@@ -42,7 +42,13 @@ start_todayd() {
     tpid=$!
     disown "$tpid"
     pids+=("$tpid")
-    while [ ! -s "$address_file" ]; do sleep 0.05; done
+    while [ ! -s "$address_file" ]; do
+        if ! kill -0 "$tpid" 2>/dev/null; then
+            echo "$(basename "$0"): $bin/todayd did not start (is it built? see 'make release')" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
     addr=$(sed 's/^DBUS_SESSION_BUS_ADDRESS=//' "$address_file")
     until dbus-send --bus="$addr" --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
         org.freedesktop.DBus.NameHasOwner string:io.github.todayd.Today1 2>/dev/null | grep -q true; do sleep 0.05; done
