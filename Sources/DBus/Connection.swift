@@ -41,6 +41,9 @@ public final class Connection: @unchecked Sendable {
 
     struct Shared {
         var jobs: [@Sendable () -> Void] = []
+        /// Jobs for a later turn (`submit(after:_:)`), each with its
+        /// deadline on the monotonic clock in milliseconds, in no order.
+        var timed: [(deadline: Int64, job: @Sendable () -> Void)] = []
         var closed = false
         var disconnectHandlers: [@Sendable () -> Void] = []
     }
@@ -209,6 +212,32 @@ public final class Connection: @unchecked Sendable {
         return accepted
     }
 
+    /// Runs `job` on the loop thread once `delay` has passed (to the
+    /// millisecond, rounded up), at the start of a turn, after the jobs
+    /// submitted before that turn. False, and `job` dropped, when the
+    /// connection is closed. Work that must leave on this connection
+    /// later (a gathered signal) then wakes no other thread and never
+    /// waits for the connection's lock behind the loop.
+    @discardableResult
+    public func submit(after delay: Duration, _ job: @escaping @Sendable () -> Void) -> Bool {
+        // A year at most: a deadline further off is no different here.
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = min(max(0, seconds), 365 * 86_400) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
+        let due = monotonicNanoseconds() + nanoseconds
+        // Rounded up: the loop's clock counts whole milliseconds, and a job
+        // never runs before its time.
+        let deadline = (due + 999_999) / 1_000_000
+        let accepted = shared.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.timed.append((deadline, job))
+            return true
+        }
+        // The loop looks at the deadlines before each wait; one waiting
+        // already is woken to look again.
+        if accepted, !isOnLoopThread { try? wake.signal() }
+        return accepted
+    }
+
     var isOnLoopThread: Bool {
         guard let loopThread else { return false }
         return pthread_equal(loopThread, pthread_self()) != 0
@@ -275,7 +304,14 @@ public final class Connection: @unchecked Sendable {
             loopTurn &+= 1
             let jobs = shared.withLock { state -> [@Sendable () -> Void] in
                 defer { state.jobs.removeAll(keepingCapacity: true) }
-                return state.jobs
+                guard !state.timed.isEmpty else { return state.jobs }
+                // The timed jobs that are due, in the order of their deadlines.
+                let now = Connection.now()
+                var due = state.timed.filter { $0.deadline <= now }
+                guard !due.isEmpty else { return state.jobs }
+                state.timed.removeAll { $0.deadline <= now }
+                due.sort { $0.deadline < $1.deadline }
+                return state.jobs + due.map(\.job)
             }
             for job in jobs { job() }
             // Messages other threads sent while this thread held the
@@ -321,8 +357,11 @@ public final class Connection: @unchecked Sendable {
         // connection closed and fails its caller rather than strand it.
         let stranded = shared.withLock { state -> [@Sendable () -> Void] in
             state.closed = true
-            defer { state.jobs.removeAll() }
-            return state.jobs
+            defer {
+                state.jobs.removeAll()
+                state.timed.removeAll()
+            }
+            return state.jobs + state.timed.map(\.job)
         }
         for job in stranded { job() }
         failPending()
@@ -334,6 +373,7 @@ public final class Connection: @unchecked Sendable {
             nearest = min(nearest, deadline)
         }
         for reply in pending.values { nearest = min(nearest, reply.deadline) }
+        nearest = shared.withLock { $0.timed.reduce(nearest) { min($0, $1.deadline) } }
         if nearest == Int64.max { return -1 }
         return Int32(clamping: max(0, nearest - Connection.now()))
     }

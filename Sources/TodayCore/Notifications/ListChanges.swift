@@ -13,6 +13,8 @@ import Synchronization
 /// each appears once, in the order it first changed.
 final class ListChanges: Sendable {
     typealias Send = @Sendable (_ changed: [UInt32], _ removed: [UInt32]) -> Void
+    /// Runs a job once a number of nanoseconds have passed.
+    typealias Later = @Sendable (_ nanoseconds: UInt64, _ job: @escaping @Sendable () -> Void) -> Void
 
     private struct Gathered {
         var changed: [UInt32] = []
@@ -43,13 +45,21 @@ final class ListChanges: Sendable {
     private let gathered = Mutex(Gathered())
     private let window: UInt64
     private let send: Send
+    private let later: Later
 
     /// `send` is called under this object's lock, so that signals leave in
-    /// the order of the changes; it must not come back here.
-    init(window: Duration = .milliseconds(5), send: @escaping Send) {
+    /// the order of the changes; it must not come back here. `later` runs
+    /// the send at the end of a window: the service hands it to the
+    /// connection's loop thread, which sends it without waking another
+    /// thread; by default a dispatch queue.
+    init(window: Duration = .milliseconds(5), later: Later? = nil, send: @escaping Send) {
         let (seconds, attoseconds) = window.components
         self.window = UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
         self.send = send
+        self.later =
+            later ?? { nanoseconds, job in
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)), execute: job)
+            }
     }
 
     /// A change of the list: announced now, or at the end of the window.
@@ -69,9 +79,7 @@ final class ListChanges: Sendable {
             return window - since
         }
         guard let wait else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: wait))) { [weak self] in
-            self?.sendGathered()
-        }
+        later(wait) { [weak self] in self?.sendGathered() }
     }
 
     private func sendGathered() {

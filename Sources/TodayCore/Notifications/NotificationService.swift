@@ -85,7 +85,9 @@ final class NotificationService: Sendable {
         gtk = Self.gtkObject(late)
         let center = Self.centerObject(late, count: UInt32(book.count), unseen: UInt32(book.unseen.count), settings: book.settings)
         self.center = center
-        listChanges = ListChanges { changed, removed in
+        listChanges = ListChanges(later: { [connection] nanoseconds, job in
+            connection.submit(after: .nanoseconds(Int64(clamping: nanoseconds)), job)
+        }) { changed, removed in
             center.announce()
             try? center.emit(
                 Notifications.Center.notificationsChanged, [.array(.uint32, changed.map { .uint32($0) }), .array(.uint32, removed.map { .uint32($0) })])
@@ -493,7 +495,9 @@ final class NotificationService: Sendable {
     /// notification. The calls leave in the order of the notifications.
     private func showBanner(_ id: UInt32) {
         let now = clock.now
-        guard let notification = book.withLock({ $0.byID[id] }), bannersHeldUntil.withLock({ $0.map { now >= $0 } ?? true }) else { return }
+        // Held back first: while the banners cannot start, a flood costs
+        // no copy of each notification.
+        guard bannersHeldUntil.withLock({ $0.map { now >= $0 } ?? true }), let notification = book.withLock({ $0.byID[id] }) else { return }
         let later = now.addingTimeInterval(60)
         connection.call(
             Notifications.bannersName, path: Notifications.bannersPath, interface: Notifications.banners.name,
