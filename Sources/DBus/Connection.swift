@@ -29,6 +29,14 @@ public final class Connection: @unchecked Sendable {
 
     /// Wakes the loop when a job is queued; closed with the connection.
     private let wake: FileDescriptor
+    /// Wakes the loop at the earliest deadline of the timed jobs
+    /// (`submit(after:_:)`), armed only when that deadline changes: a poll
+    /// with a timeout of its own would arm a kernel timer at every turn,
+    /// which on a virtual machine costs more than the turn's work.
+    private let timer: FileDescriptor
+    /// The deadline `timer` is armed for, in milliseconds; nil: disarmed.
+    /// Loop thread only.
+    private var timerDeadline: Int64?
     /// State any thread may touch, behind its lock.
     let shared = Mutex(Shared())
     private var watches: [OpaquePointer] = []
@@ -78,10 +86,11 @@ public final class Connection: @unchecked Sendable {
         self.uniqueName = String(cString: unique)
         do {
             wake = try FileDescriptor.eventCounter(nonBlocking: true)
+            timer = try FileDescriptor.monotonicTimer()
         } catch {
             dbus_connection_close(raw)
             dbus_connection_unref(raw)
-            throw DBusError.failed("cannot make the connection's wake-up counter: \(error)")
+            throw DBusError.failed("cannot make the connection's wake-up counter and timer: \(error)")
         }
         self.objects = ObjectServer()
         objects.connection = self
@@ -328,6 +337,7 @@ public final class Connection: @unchecked Sendable {
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: self.wake.rawValue, events: Int16(POLLIN), revents: 0))
+            fds.append(pollfd(fd: timer.rawValue, events: Int16(POLLIN), revents: 0))
             for watch in watches where dbus_watch_get_enabled(watch) != 0 {
                 let flags = dbus_watch_get_flags(watch)
                 var events: Int16 = 0
@@ -338,11 +348,19 @@ public final class Connection: @unchecked Sendable {
             }
             // Jobs this thread submitted since it took the queue: they run
             // after what is ready to read, without waiting.
-            let wait = shared.withLock { $0.jobs.isEmpty } ? pollTimeout() : 0
+            let (idle, earliest) = shared.withLock { state in
+                (state.jobs.isEmpty, state.timed.lazy.map(\.deadline).min())
+            }
+            if earliest != timerDeadline {
+                timerDeadline = earliest
+                try? timer.arm(atMonotonicNanoseconds: earliest.map { $0 * 1_000_000 })
+            }
+            let wait = idle ? pollTimeout() : 0
             guard (try? Poll.wait(&fds, timeout: wait)) != nil else { break }
             if fds[0].revents != 0 { self.wake.drain() }
+            if fds[1].revents != 0 { timer.drain() }
             for (index, watch) in polled.enumerated() {
-                let revents = fds[index + 1].revents
+                let revents = fds[index + 2].revents
                 guard revents != 0, watches.contains(watch) else { continue }
                 var flags: UInt32 = 0
                 if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
@@ -373,7 +391,6 @@ public final class Connection: @unchecked Sendable {
             nearest = min(nearest, deadline)
         }
         for reply in pending.values { nearest = min(nearest, reply.deadline) }
-        nearest = shared.withLock { $0.timed.reduce(nearest) { min($0, $1.deadline) } }
         if nearest == Int64.max { return -1 }
         return Int32(clamping: max(0, nearest - Connection.now()))
     }

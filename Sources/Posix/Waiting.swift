@@ -85,6 +85,28 @@ extension FileDescriptor {
     }
 }
 
+extension FileDescriptor {
+    /// A new timer on the monotonic clock (CLOCK_MONOTONIC), disarmed and
+    /// non-blocking. The corresponding C function is `timerfd_create`.
+    public static func monotonicTimer() throws(Errno) -> FileDescriptor {
+        FileDescriptor(owning: try failingWithErrno(.timer) { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK)) })
+    }
+
+    /// Arms a monotonic timer for `nanoseconds` on the monotonic clock
+    /// (`monotonicNanoseconds()`), absolute; nil disarms it. A time
+    /// already past makes it ready at once.
+    /// The corresponding C function is `timerfd_settime`.
+    public func arm(atMonotonicNanoseconds nanoseconds: Int64?) throws(Errno) {
+        var setting = itimerspec()
+        if let nanoseconds {
+            // Zero would disarm it: the earliest time is one nanosecond.
+            let time = max(nanoseconds, 1)
+            setting.it_value = timespec(tv_sec: Int(time / 1_000_000_000), tv_nsec: Int(time % 1_000_000_000))
+        }
+        _ = try failingWithErrno(.timer) { timerfd_settime(rawValue, Int32(TFD_TIMER_ABSTIME), &setting, nil) }
+    }
+}
+
 /// The wall clock's time now. The corresponding C function is `clock_gettime`.
 public func wallClockNow() -> timespec {
     var now = timespec()

@@ -87,6 +87,23 @@ import Testing
         writer.start()
         #expect(try input.readToEnd(limit: 100) == Data("after the signal".utf8))
     }
+
+    @Test func aMonotonicTimerIsReadyAtItsTimeAndNotWhenDisarmed() throws {
+        let timer = try FileDescriptor.monotonicTimer()
+        let start = monotonicNanoseconds()
+        try timer.arm(atMonotonicNanoseconds: start + 50_000_000)
+        #expect(try Poll.wait([Poll.Entry(timer)], timeout: 1000) == [Int16(POLLIN)])
+        #expect(monotonicNanoseconds() - start >= 50_000_000, "ready before its time")
+        timer.drain()
+        #expect(try Poll.wait([Poll.Entry(timer)], timeout: 0) == [0], "read back, it is no longer ready")
+        // A time past is ready at once; disarmed, it never is.
+        try timer.arm(atMonotonicNanoseconds: start)
+        #expect(try Poll.wait([Poll.Entry(timer)], timeout: 1000) == [Int16(POLLIN)])
+        timer.drain()
+        try timer.arm(atMonotonicNanoseconds: monotonicNanoseconds() + 20_000_000)
+        try timer.arm(atMonotonicNanoseconds: nil)
+        #expect(try Poll.wait([Poll.Entry(timer)], timeout: 100) == [0])
+    }
 }
 
 /// The seam where a test makes a system call fail (`Faults`).
