@@ -34,8 +34,8 @@ public final class Connection: @unchecked Sendable {
     /// with a timeout of its own would arm a kernel timer at every turn,
     /// which on a virtual machine costs more than the turn's work.
     private let timer: FileDescriptor
-    /// The deadline `timer` is armed for, in milliseconds; nil: disarmed.
-    /// Loop thread only.
+    /// The deadline `timer` was last armed for, in milliseconds. Loop
+    /// thread only.
     private var timerDeadline: Int64?
     /// State any thread may touch, behind its lock.
     let shared = Mutex(Shared())
@@ -351,9 +351,11 @@ public final class Connection: @unchecked Sendable {
             let (idle, earliest) = shared.withLock { state in
                 (state.jobs.isEmpty, state.timed.lazy.map(\.deadline).min())
             }
-            if earliest != timerDeadline {
+            // Never disarmed: a timed job leaves only once it is due, so the
+            // one-shot timer has already gone off when none is left.
+            if let earliest, earliest != timerDeadline {
                 timerDeadline = earliest
-                try? timer.arm(atMonotonicNanoseconds: earliest.map { $0 * 1_000_000 })
+                try? timer.arm(atMonotonicNanoseconds: earliest * 1_000_000)
             }
             let wait = idle ? pollTimeout() : 0
             guard (try? Poll.wait(&fds, timeout: wait)) != nil else { break }
