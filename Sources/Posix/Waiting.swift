@@ -92,17 +92,15 @@ extension FileDescriptor {
         FileDescriptor(owning: try failingWithErrno(.timer) { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK)) })
     }
 
-    /// Arms a monotonic timer for `nanoseconds` on the monotonic clock
-    /// (`monotonicNanoseconds()`), absolute; nil disarms it. A time
-    /// already past makes it ready at once.
-    /// The corresponding C function is `timerfd_settime`.
-    public func arm(atMonotonicNanoseconds nanoseconds: Int64?) throws(Errno) {
-        var setting = itimerspec()
-        if let nanoseconds {
-            // Zero would disarm it: the earliest time is one nanosecond.
-            let time = max(nanoseconds, 1)
-            setting.it_value = timespec(tv_sec: Int(time / 1_000_000_000), tv_nsec: Int(time % 1_000_000_000))
-        }
+    /// Arms a monotonic timer, once, for `nanoseconds` on the monotonic
+    /// clock (`monotonicNanoseconds()`), absolute. A time already past
+    /// makes it ready at once. The corresponding C function is
+    /// `timerfd_settime`.
+    public func arm(atMonotonicNanoseconds nanoseconds: Int64) throws(Errno) {
+        // Zero would disarm it: the earliest time is one nanosecond.
+        let time = max(nanoseconds, 1)
+        var setting = itimerspec(
+            it_interval: timespec(), it_value: timespec(tv_sec: Int(time / 1_000_000_000), tv_nsec: Int(time % 1_000_000_000)))
         _ = try failingWithErrno(.timer) { timerfd_settime(rawValue, Int32(TFD_TIMER_ABSTIME), &setting, nil) }
     }
 }
