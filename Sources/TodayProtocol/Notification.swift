@@ -60,69 +60,186 @@ public struct TodayNotification: Sendable, Equatable {
         }
     }
 
-    public var id: UInt32
+    /// The fields, kept in one box shared by copies until one of them
+    /// changes (a notification is copied from the book to its record,
+    /// its signal and its undo; each copy is then one reference).
+    private struct Fields: Sendable, Equatable {
+        var id: UInt32
+        var appID: String
+        var appName: String
+        var appIcon: String
+        var summary: String
+        var body: String
+        var actions: [Action]
+        var urgency: Urgency
+        var category: String
+        var time: Date
+        var isOpen: Bool
+        var image: Image?
+        var imagePath: String?
+        var imageFile: String?
+        var value: Int32?
+        var resident: Bool
+        var transient: Bool
+        var source: Source
+        var hints: VariantDictionary
+        var expires: Date?
+        var stackTag: String?
+        var appNotificationID: String?
+        var gtkDefaultAction: String?
+        var gtkDefaultTarget: Value?
+        var desktopEntry: String?
+    }
+
+    /// Changed only while this notification is its one owner.
+    private final class Box: @unchecked Sendable {
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    /// The box, copied first where another notification shares it.
+    private var owned: Box {
+        mutating get {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            return box
+        }
+    }
+
+    public var id: UInt32 {
+        get { box.fields.id }
+        set { owned.fields.id = newValue }
+    }
     /// What the list groups by (SPEC section 14: the Flatpak app, the
     /// bundle, the `desktop-entry` hint, else `app_name`).
-    public var appID: String
-    public var appName: String
-    public var appIcon: String
-    public var summary: String
-    public var body: String
-    public var actions: [Action]
-    public var urgency: Urgency
-    public var category: String
+    public var appID: String {
+        get { box.fields.appID }
+        set { owned.fields.appID = newValue }
+    }
+    public var appName: String {
+        get { box.fields.appName }
+        set { owned.fields.appName = newValue }
+    }
+    public var appIcon: String {
+        get { box.fields.appIcon }
+        set { owned.fields.appIcon = newValue }
+    }
+    public var summary: String {
+        get { box.fields.summary }
+        set { owned.fields.summary = newValue }
+    }
+    public var body: String {
+        get { box.fields.body }
+        set { owned.fields.body = newValue }
+    }
+    public var actions: [Action] {
+        get { box.fields.actions }
+        set { owned.fields.actions = newValue }
+    }
+    public var urgency: Urgency {
+        get { box.fields.urgency }
+        set { owned.fields.urgency = newValue }
+    }
+    public var category: String {
+        get { box.fields.category }
+        set { owned.fields.category = newValue }
+    }
     /// When it arrived (or was last replaced).
-    public var time: Date
+    public var time: Date {
+        get { box.fields.time }
+        set { owned.fields.time = newValue }
+    }
     /// Open: not expired nor closed; a closed one can stay in the list.
-    public var isOpen: Bool
+    public var isOpen: Bool {
+        get { box.fields.isOpen }
+        set { owned.fields.isOpen = newValue }
+    }
     /// The picture of `image-data`, until todayd keeps it as `imageFile`.
-    public var image: Image?
+    public var image: Image? {
+        get { box.fields.image }
+        set { owned.fields.image = newValue }
+    }
     /// The `image-path` hint, as a path.
-    public var imagePath: String?
+    public var imagePath: String? {
+        get { box.fields.imagePath }
+        set { owned.fields.imagePath = newValue }
+    }
     /// The PNG file todayd keeps of `image-data`: given as `image-path`
     /// (before the hint's), and removed with the notification.
-    public var imageFile: String?
+    public var imageFile: String? {
+        get { box.fields.imageFile }
+        set { owned.fields.imageFile = newValue }
+    }
     /// A progress bar, 0 to 100.
-    public var value: Int32?
+    public var value: Int32? {
+        get { box.fields.value }
+        set { owned.fields.value = newValue }
+    }
     /// Stays open after an action.
-    public var resident: Bool
+    public var resident: Bool {
+        get { box.fields.resident }
+        set { owned.fields.resident = newValue }
+    }
     /// Never enters the list.
-    public var transient: Bool
-    public var source: Source
+    public var transient: Bool {
+        get { box.fields.transient }
+        set { owned.fields.transient = newValue }
+    }
+    public var source: Source {
+        get { box.fields.source }
+        set { owned.fields.source = newValue }
+    }
     /// The rest of the hints, as sent (an `a{sv}`).
-    public var hints: VariantDictionary
+    public var hints: VariantDictionary {
+        get { box.fields.hints }
+        set { owned.fields.hints = newValue }
+    }
     /// When it closes by itself (reason 1); nil: never.
-    public var expires: Date?
+    public var expires: Date? {
+        get { box.fields.expires }
+        set { owned.fields.expires = newValue }
+    }
     /// `x-canonical-private-synchronous` / `x-dunst-stack-tag`.
-    public var stackTag: String?
+    public var stackTag: String? {
+        get { box.fields.stackTag }
+        set { owned.fields.stackTag = newValue }
+    }
     /// Its id within its app: a GNotification's, or a scheduled request's
     /// (SPEC section 18). The same id of the same app replaces it.
-    public var appNotificationID: String?
+    public var appNotificationID: String? {
+        get { box.fields.appNotificationID }
+        set { owned.fields.appNotificationID = newValue }
+    }
     /// For a GNotification: the default action.
-    public var gtkDefaultAction: String?
-    public var gtkDefaultTarget: Value?
+    public var gtkDefaultAction: String? {
+        get { box.fields.gtkDefaultAction }
+        set { owned.fields.gtkDefaultAction = newValue }
+    }
+    public var gtkDefaultTarget: Value? {
+        get { box.fields.gtkDefaultTarget }
+        set { owned.fields.gtkDefaultTarget = newValue }
+    }
     /// The `desktop-entry` hint.
-    public var desktopEntry: String?
+    public var desktopEntry: String? {
+        get { box.fields.desktopEntry }
+        set { owned.fields.desktopEntry = newValue }
+    }
 
     public init(
         id: UInt32, appID: String, appName: String, summary: String, body: String = "", appIcon: String = "", actions: [Action] = [],
         urgency: Urgency = .normal, category: String = "", time: Date, source: Source = .freedesktop
     ) {
-        self.id = id
-        self.appID = appID
-        self.appName = appName
-        self.appIcon = appIcon
-        self.summary = summary
-        self.body = body
-        self.actions = actions
-        self.urgency = urgency
-        self.category = category
-        self.time = time
-        isOpen = true
-        resident = false
-        transient = false
-        self.source = source
-        hints = VariantDictionary([])
+        box = Box(
+            Fields(
+                id: id, appID: appID, appName: appName, appIcon: appIcon, summary: summary, body: body, actions: actions, urgency: urgency,
+                category: category, time: time, isOpen: true, image: nil, imagePath: nil, imageFile: nil, value: nil, resident: false,
+                transient: false, source: source, hints: VariantDictionary([]), expires: nil, stackTag: nil, appNotificationID: nil,
+                gtkDefaultAction: nil, gtkDefaultTarget: nil, desktopEntry: nil))
+    }
+
+    public static func == (a: TodayNotification, b: TodayNotification) -> Bool {
+        a.box === b.box || a.box.fields == b.box.fields
     }
 
     /// The notification as `ListNotifications` and `GetNotification` give it.
