@@ -256,8 +256,7 @@ public final class ExportedInterface: Sendable {
             preconditionFailure("\(interface.name) has no property \(name)")
         }
         precondition(value.type == property.type, "\(name) is \(property.type), not \(value.type)")
-        guard state.values[name] != value else { return nil }
-        state.values[name] = value
+        guard state.values.updateValue(value, forKey: name) != value else { return nil }
         state.getAllReply = nil
         return property.changeSignal
     }

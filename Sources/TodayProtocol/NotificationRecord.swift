@@ -24,10 +24,33 @@ extension TodayNotification {
         case width = 16, height, rowstride, alpha, bits, channels, data
     }
 
-    /// The record, appended to `bytes`.
+    /// The record, appended to `bytes`: its size counted first, then its
+    /// fields written in place (one of these is written before every
+    /// Notify is answered, so nothing is grown or copied field by field).
     public func appendRecord(to bytes: inout [UInt8]) {
-        var writer = FieldWriter(bytes: bytes)
-        bytes = []
+        // The wire forms, made once for both passes.
+        let wires = Wires(
+            hints: hints.entries.isEmpty ? nil : try? hints.value.wireBytes(),
+            actionTargets: actions.map { action in action.gtkTarget.flatMap { try? $0.wireBytes() } },
+            defaultTarget: gtkDefaultTarget.flatMap { try? $0.wireBytes() })
+        var counter = FieldWriter()
+        writeFields(to: &counter, wires)
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: counter.count))
+        bytes.withUnsafeMutableBytes { raw in
+            var writer = FieldWriter(into: UnsafeMutableRawBufferPointer(rebasing: raw[start...]))
+            writeFields(to: &writer, wires)
+        }
+    }
+
+    /// What a record holds in D-Bus's wire format.
+    private struct Wires {
+        var hints: Data?
+        var actionTargets: [Data?]
+        var defaultTarget: Data?
+    }
+
+    private func writeFields(to writer: inout FieldWriter, _ wires: Wires) {
         writer.integer(Field.id, id)
         writer.text(Field.appID, appID)
         writer.text(Field.appName, appName)
@@ -41,13 +64,13 @@ extension TodayNotification {
         writer.integer(Field.resident, UInt8(resident ? 1 : 0))
         if transient { writer.integer(Field.transient, UInt8(1)) }
         writer.text(Field.source, source.rawValue)
-        if !hints.entries.isEmpty, let wire = try? hints.value.wireBytes() { writer.bytes(Field.hints, wire) }
-        for action in actions {
+        if let hints = wires.hints { writer.bytes(Field.hints, hints) }
+        for (action, target) in zip(actions, wires.actionTargets) {
             writer.nested(Field.action) { part in
                 part.text(Part.key, action.key)
                 part.text(Part.label, action.label)
                 if let name = action.gtkAction { part.text(Part.gtkAction, name) }
-                if let target = action.gtkTarget, let wire = try? target.wireBytes() { part.bytes(Part.gtkTarget, wire) }
+                if let target { part.bytes(Part.gtkTarget, target) }
             }
         }
         if let image {
@@ -68,9 +91,8 @@ extension TodayNotification {
         if let stackTag { writer.text(Field.stackTag, stackTag) }
         if let appNotificationID { writer.text(Field.appNotificationID, appNotificationID) }
         if let gtkDefaultAction { writer.text(Field.gtkDefaultAction, gtkDefaultAction) }
-        if let target = gtkDefaultTarget, let wire = try? target.wireBytes() { writer.bytes(Field.gtkDefaultTarget, wire) }
+        if let target = wires.defaultTarget { writer.bytes(Field.gtkDefaultTarget, target) }
         if let desktopEntry { writer.text(Field.desktopEntry, desktopEntry) }
-        bytes = writer.bytes
     }
 
     /// The notification of a record `appendRecord` wrote; nil where the
@@ -204,36 +226,73 @@ extension TodayNotification {
     }
 }
 
-/// Appends tagged fields: a tag byte, a 32-bit little-endian length, the bytes.
+/// Writes tagged fields: a tag byte, a 32-bit little-endian length, the
+/// bytes. Made without a buffer it only counts, so that a record's size is
+/// known before it is written; made with one it writes, which must be of
+/// the size counted for the same fields.
 struct FieldWriter {
-    var bytes: [UInt8]
+    private let buffer: UnsafeMutableRawBufferPointer?
+    /// The bytes counted or written so far.
+    private(set) var count = 0
 
-    mutating func bytes(_ tag: some RawRepresentable<UInt8>, _ payload: some Collection<UInt8>) {
-        header(tag, payload.count)
-        bytes.append(contentsOf: payload)
+    init() { buffer = nil }
+
+    init(into buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+    mutating func bytes(_ tag: some RawRepresentable<UInt8>, _ payload: some ContiguousBytes) {
+        payload.withUnsafeBytes { raw in
+            header(tag, raw.count)
+            put(raw)
+        }
     }
 
     mutating func text(_ tag: some RawRepresentable<UInt8>, _ text: String) {
-        var text = text
-        text.withUTF8 { bytes(tag, $0) }
+        let utf8 = text.utf8
+        header(tag, utf8.count)
+        let written: Void? = utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
+        // A string bridged from elsewhere may not be contiguous UTF-8.
+        if written == nil { put(Array(utf8)) }
+    }
+
+    private mutating func put(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { put($0) }
     }
 
     mutating func integer<T: FixedWidthInteger>(_ tag: some RawRepresentable<UInt8>, _ value: T) {
         header(tag, MemoryLayout<T>.size)
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        put(value.littleEndian)
     }
 
-    /// A field whose bytes are fields of their own.
+    /// A field whose bytes are fields of their own: counted first, to
+    /// write its length before them.
     mutating func nested(_ tag: some RawRepresentable<UInt8>, _ fill: (inout FieldWriter) -> Void) {
-        var inner = FieldWriter(bytes: [])
+        var inner = FieldWriter()
         fill(&inner)
-        bytes(tag, inner.bytes)
+        header(tag, inner.count)
+        if let buffer {
+            inner = FieldWriter(into: UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + inner.count]))
+            fill(&inner)
+        }
+        count += inner.count
     }
 
-    private mutating func header(_ tag: some RawRepresentable<UInt8>, _ count: Int) {
-        bytes.append(tag.rawValue)
+    private mutating func header(_ tag: some RawRepresentable<UInt8>, _ length: Int) {
+        put(tag.rawValue)
         // A field never nears 4 GiB: Notify's message is at most 128 MiB.
-        withUnsafeBytes(of: UInt32(truncatingIfNeeded: count).littleEndian) { bytes.append(contentsOf: $0) }
+        put(UInt32(truncatingIfNeeded: length).littleEndian)
+    }
+
+    /// A number's bytes, stored where they go (at any alignment).
+    private mutating func put<T: FixedWidthInteger>(_ value: T) {
+        buffer?.storeBytes(of: value, toByteOffset: count, as: T.self)
+        count += MemoryLayout<T>.size
+    }
+
+    private mutating func put(_ bytes: UnsafeRawBufferPointer) {
+        if let buffer, !bytes.isEmpty {
+            UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + bytes.count]).copyMemory(from: bytes)
+        }
+        count += bytes.count
     }
 }
 

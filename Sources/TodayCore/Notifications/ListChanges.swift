@@ -16,29 +16,34 @@ final class ListChanges: Sendable {
     /// Runs a job once a number of nanoseconds have passed.
     typealias Later = @Sendable (_ nanoseconds: UInt64, _ job: @escaping @Sendable () -> Void) -> Void
 
+    /// The changes of a window, as they came; merged when they are taken,
+    /// once a window rather than at every change.
     private struct Gathered {
         var changed: [UInt32] = []
         var removed: [UInt32] = []
-        var changedSet: Set<UInt32> = []
-        var removedSet: Set<UInt32> = []
         /// When the last signal went (DispatchTime's nanoseconds), 0 for never.
         var lastSent: UInt64 = 0
         /// A send at the end of the window is due: changes gather until it.
         var due = false
 
         mutating func add(changed: [UInt32], removed: [UInt32]) {
-            for id in removed where removedSet.insert(id).inserted {
-                self.removed.append(id)
-                if changedSet.remove(id) != nil { self.changed.removeAll { $0 == id } }
-            }
-            for id in changed where !removedSet.contains(id) && changedSet.insert(id).inserted {
-                self.changed.append(id)
-            }
+            self.changed.append(contentsOf: changed)
+            self.removed.append(contentsOf: removed)
         }
 
+        /// The ids of the window, each once, in the order it first changed
+        /// or was removed; a removed id is only removed. Empties the
+        /// window, keeping its room for the next.
         mutating func take() -> (changed: [UInt32], removed: [UInt32]) {
-            defer { self = Gathered(lastSent: lastSent) }
-            return (changed, removed)
+            defer {
+                changed.removeAll(keepingCapacity: true)
+                removed.removeAll(keepingCapacity: true)
+                due = false
+            }
+            var seen = Set<UInt32>(minimumCapacity: changed.count + removed.count)
+            let gone = removed.filter { seen.insert($0).inserted }
+            let kept = changed.filter { seen.insert($0).inserted }
+            return (kept, gone)
         }
     }
 

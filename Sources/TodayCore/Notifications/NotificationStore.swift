@@ -330,13 +330,11 @@ final class NotificationStore: Sendable {
             bytes.append(Kind.remove.rawValue)
             withUnsafeBytes(of: id.littleEndian) { bytes.append(contentsOf: $0) }
         }
-        let payload = header + 8
-        let (length, sum) = bytes.withUnsafeBytes { raw in
-            let payload = UnsafeRawBufferPointer(rebasing: raw[payload...])
-            return (UInt32(truncatingIfNeeded: payload.count), checksum(payload))
+        bytes.withUnsafeMutableBytes { raw in
+            let payload = UnsafeRawBufferPointer(rebasing: raw[(header + 8)...])
+            raw.storeBytes(of: UInt32(truncatingIfNeeded: payload.count).littleEndian, toByteOffset: header, as: UInt32.self)
+            raw.storeBytes(of: checksum(payload).littleEndian, toByteOffset: header + 4, as: UInt32.self)
         }
-        withUnsafeBytes(of: length.littleEndian) { bytes.replaceSubrange(header..<header + 4, with: $0) }
-        withUnsafeBytes(of: sum.littleEndian) { bytes.replaceSubrange(header + 4..<header + 8, with: $0) }
     }
 
     /// The records in `data`, up to the first that is cut short, does not
