@@ -111,115 +111,139 @@ public struct TodayNotification: Sendable, Equatable {
         get { box.fields.id }
         set { owned.fields.id = newValue }
     }
+
     /// What the list groups by (SPEC section 14: the Flatpak app, the
     /// bundle, the `desktop-entry` hint, else `app_name`).
     public var appID: String {
         get { box.fields.appID }
         set { owned.fields.appID = newValue }
     }
+
     public var appName: String {
         get { box.fields.appName }
         set { owned.fields.appName = newValue }
     }
+
     public var appIcon: String {
         get { box.fields.appIcon }
         set { owned.fields.appIcon = newValue }
     }
+
     public var summary: String {
         get { box.fields.summary }
         set { owned.fields.summary = newValue }
     }
+
     public var body: String {
         get { box.fields.body }
         set { owned.fields.body = newValue }
     }
+
     public var actions: [Action] {
         get { box.fields.actions }
         set { owned.fields.actions = newValue }
     }
+
     public var urgency: Urgency {
         get { box.fields.urgency }
         set { owned.fields.urgency = newValue }
     }
+
     public var category: String {
         get { box.fields.category }
         set { owned.fields.category = newValue }
     }
+
     /// When it arrived (or was last replaced).
     public var time: Date {
         get { box.fields.time }
         set { owned.fields.time = newValue }
     }
+
     /// Open: not expired nor closed; a closed one can stay in the list.
     public var isOpen: Bool {
         get { box.fields.isOpen }
         set { owned.fields.isOpen = newValue }
     }
+
     /// The picture of `image-data`, until todayd keeps it as `imageFile`.
     public var image: Image? {
         get { box.fields.image }
         set { owned.fields.image = newValue }
     }
+
     /// The `image-path` hint, as a path.
     public var imagePath: String? {
         get { box.fields.imagePath }
         set { owned.fields.imagePath = newValue }
     }
+
     /// The PNG file todayd keeps of `image-data`: given as `image-path`
     /// (before the hint's), and removed with the notification.
     public var imageFile: String? {
         get { box.fields.imageFile }
         set { owned.fields.imageFile = newValue }
     }
+
     /// A progress bar, 0 to 100.
     public var value: Int32? {
         get { box.fields.value }
         set { owned.fields.value = newValue }
     }
+
     /// Stays open after an action.
     public var resident: Bool {
         get { box.fields.resident }
         set { owned.fields.resident = newValue }
     }
+
     /// Never enters the list.
     public var transient: Bool {
         get { box.fields.transient }
         set { owned.fields.transient = newValue }
     }
+
     public var source: Source {
         get { box.fields.source }
         set { owned.fields.source = newValue }
     }
+
     /// The rest of the hints, as sent (an `a{sv}`).
     public var hints: VariantDictionary {
         get { box.fields.hints }
         set { owned.fields.hints = newValue }
     }
+
     /// When it closes by itself (reason 1); nil: never.
     public var expires: Date? {
         get { box.fields.expires }
         set { owned.fields.expires = newValue }
     }
+
     /// `x-canonical-private-synchronous` / `x-dunst-stack-tag`.
     public var stackTag: String? {
         get { box.fields.stackTag }
         set { owned.fields.stackTag = newValue }
     }
+
     /// Its id within its app: a GNotification's, or a scheduled request's
     /// (SPEC section 18). The same id of the same app replaces it.
     public var appNotificationID: String? {
         get { box.fields.appNotificationID }
         set { owned.fields.appNotificationID = newValue }
     }
+
     /// For a GNotification: the default action.
     public var gtkDefaultAction: String? {
         get { box.fields.gtkDefaultAction }
         set { owned.fields.gtkDefaultAction = newValue }
     }
+
     public var gtkDefaultTarget: Value? {
         get { box.fields.gtkDefaultTarget }
         set { owned.fields.gtkDefaultTarget = newValue }
     }
+
     /// The `desktop-entry` hint.
     public var desktopEntry: String? {
         get { box.fields.desktopEntry }
