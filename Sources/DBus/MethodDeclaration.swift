@@ -213,6 +213,13 @@ public struct MethodBinding: Sendable {
 }
 
 extension VariantDictionary {
+    /// The value of `key`, unwrapped from its variant (the last where it
+    /// is given twice): one look through the entries, where `dictionary`
+    /// makes a dictionary of them all.
+    public subscript(key: String) -> Value? {
+        value.dictionaryEntries.last { $0.key.string == key }?.value.unwrapped
+    }
+
     /// The entries by key, values unwrapped from their variants; the last
     /// of a key given twice.
     public var dictionary: [String: Value] {

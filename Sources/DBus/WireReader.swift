@@ -185,18 +185,9 @@ struct WireReader {
     /// offsets its elements run between, the reader at the first.
     private mutating func arrayBounds(_ element: DBusType) throws -> (Int, Int) {
         let length = Int(try readUInt32())
-        try align(Self.alignment(of: element))
+        try align(element.alignment)
         guard length <= end - offset else { throw Self.malformed("whose array is longer than its body") }
         return (offset, offset + length)
-    }
-
-    private static func alignment(of type: DBusType) -> Int {
-        switch type {
-        case .byte, .signature, .variant: 1
-        case .int16, .uint16: 2
-        case .boolean, .int32, .uint32, .unixFD, .string, .objectPath, .array, .dictionary: 4
-        case .int64, .uint64, .double, .structure: 8
-        }
     }
 
     // MARK: Reading bytes

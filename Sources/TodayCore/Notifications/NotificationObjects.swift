@@ -194,7 +194,7 @@ extension NotificationService {
     /// bundle or Flatpak app; else the `desktop-entry` hint; else app_name.
     static func appID(caller: String?, appName: String, hints: VariantDictionary) -> String {
         if let caller { return caller }
-        if case .string(let entry)? = hints.dictionary["desktop-entry"], !entry.isEmpty { return entry }
+        if case .string(let entry)? = hints["desktop-entry"], !entry.isEmpty { return entry }
         return appName.isEmpty ? "unknown" : appName
     }
 
