@@ -38,6 +38,10 @@ import Testing
         Case(body: "", reduced: ""),
         Case(body: "bell\u{07} and\u{1c} escape\u{1b}[31m\tend", reduced: "bell and escape[31m\tend"),
         Case(body: "<b>\u{01}x\u{FFFF}</b>", reduced: "<b>x</b>"),
+        Case(body: "<i>Zoë & Jürgen</i> 東京 🚋", reduced: "<i>Zoë &amp; Jürgen</i> 東京 🚋"),
+        // The body is UTF-8 whatever it says.
+        Case(body: #"<meta charset="iso-8859-1">Zoë <b>é</b>"#, reduced: "Zoë <b>é</b>"),
+        Case(body: #"<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">Zoë"#, reduced: "Zoë"),
     ]
 
     @Test(arguments: cases) func reduced(_ item: Case) {

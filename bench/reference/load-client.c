@@ -1,14 +1,16 @@
 /* dbus-bench: a load client for one method, with a fixed number of calls
  * outstanding on one connection.
  *
- *   dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [--notify APPS] [-n CALLS] [-k INFLIGHT]
+ *   dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [--notify APPS [--rich]] [-n CALLS] [-k INFLIGHT]
  *
  * Sends CALLS calls (default 10000), each with the string arguments given
  * and, with --options, an empty a{sv} after them (platform data); with
  * --notify, Notify's eight arguments instead (app_name "bench-N", N going
  * round APPS names so that no app passes a server's rate limit, a summary
  * numbered by the call, a short body, no actions, no hints, the default
- * expiry),
+ * expiry); with --rich, a notification as a mail client sends it (an icon,
+ * a body with markup, two actions, the urgency, category and sound-name
+ * hints),
  * keeping INFLIGHT (default 1) unanswered at a time, and prints
  *   calls=… errors=… seconds=… calls_per_s=… p50_us=… p99_us=… max_us=…
  * where the times are from sending a call to reading its reply. */
@@ -43,9 +45,36 @@ static long parse_count(const char *text, const char *what, long most) {
     return value;
 }
 
+/* --rich: Open and Reply. */
+static void append_actions(DBusMessageIter *array) {
+    const char *actions[] = {"default", "Open", "reply", "Reply"};
+    for (int i = 0; i < 4; i++) dbus_message_iter_append_basic(array, DBUS_TYPE_STRING, &actions[i]);
+}
+
+/* One hint `key` of type `type` (a one-letter signature). */
+static void append_hint(DBusMessageIter *dictionary, const char *key, int type, const void *value) {
+    DBusMessageIter entry, variant;
+    char signature[2] = {(char)type, 0};
+    dbus_message_iter_open_container(dictionary, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+    dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key);
+    dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, signature, &variant);
+    dbus_message_iter_append_basic(&variant, type, value);
+    dbus_message_iter_close_container(&entry, &variant);
+    dbus_message_iter_close_container(dictionary, &entry);
+}
+
+/* --rich: urgency normal, a mail's category and sound. */
+static void append_hints(DBusMessageIter *dictionary) {
+    unsigned char urgency = 1;
+    const char *category = "email.arrived", *sound = "message-new-email";
+    append_hint(dictionary, "urgency", DBUS_TYPE_BYTE, &urgency);
+    append_hint(dictionary, "category", DBUS_TYPE_STRING, &category);
+    append_hint(dictionary, "sound-name", DBUS_TYPE_STRING, &sound);
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [--notify APPS] [-n CALLS] [-k INFLIGHT]\n");
+        fprintf(stderr, "usage: dbus-bench DEST PATH IFACE METHOD [--arg S]... [--options] [--notify APPS [--rich]] [-n CALLS] [-k INFLIGHT]\n");
         return 2;
     }
     const char *destination = argv[1], *path = argv[2], *interface = argv[3], *method = argv[4];
@@ -54,6 +83,7 @@ int main(int argc, char **argv) {
     long calls = 10000, inflight = 1;
     int options = 0;
     long notify_apps = 0;
+    int rich = 0;
     for (int i = 5; i < argc; i++) {
         if (strcmp(argv[i], "--arg") == 0 && i + 1 < argc) {
             arguments[argument_count++] = argv[++i];
@@ -61,6 +91,8 @@ int main(int argc, char **argv) {
             options = 1;
         } else if (strcmp(argv[i], "--notify") == 0) {
             notify_apps = parse_count(i + 1 < argc ? argv[++i] : NULL, "--notify", 1000000);
+        } else if (strcmp(argv[i], "--rich") == 0) {
+            rich = 1;
         } else if (strcmp(argv[i], "-n") == 0) {
             calls = parse_count(i + 1 < argc ? argv[++i] : NULL, "-n", 100000000);
         } else if (strcmp(argv[i], "-k") == 0) {
@@ -98,7 +130,8 @@ int main(int argc, char **argv) {
                 char app[32], summary[40];
                 snprintf(app, sizeof app, "bench-%ld", sent % notify_apps);
                 snprintf(summary, sizeof summary, "Notification %ld", sent);
-                const char *app_name = app, *icon = "", *summary_text = summary, *body_text = "A body of a few words.";
+                const char *app_name = app, *icon = rich ? "mail-unread" : "", *summary_text = summary,
+                           *body_text = rich ? "<b>Ana</b> wrote: a body of <i>a few</i> words." : "A body of a few words.";
                 dbus_uint32_t replaces = 0;
                 dbus_int32_t timeout = -1;
                 DBusMessageIter body, empty;
@@ -106,8 +139,10 @@ int main(int argc, char **argv) {
                                          DBUS_TYPE_STRING, &summary_text, DBUS_TYPE_STRING, &body_text, DBUS_TYPE_INVALID);
                 dbus_message_iter_init_append(call, &body);
                 dbus_message_iter_open_container(&body, DBUS_TYPE_ARRAY, "s", &empty);
+                if (rich) append_actions(&empty);
                 dbus_message_iter_close_container(&body, &empty);
                 dbus_message_iter_open_container(&body, DBUS_TYPE_ARRAY, "{sv}", &empty);
+                if (rich) append_hints(&empty);
                 dbus_message_iter_close_container(&body, &empty);
                 dbus_message_iter_append_basic(&body, DBUS_TYPE_INT32, &timeout);
             }

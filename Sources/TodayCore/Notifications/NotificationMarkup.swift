@@ -35,10 +35,9 @@ enum NotificationMarkup {
         let document = "<html><body><div>" + body
         LibXML2.ready()
         today_xml_quiet_thread()
-        let options = HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_NONET.rawValue
         let parsed: htmlDocPtr? = document.withCString { text in
             guard let size = Int32(exactly: document.utf8.count) else { return nil }
-            return htmlReadMemory(text, size, nil, "UTF-8", Int32(options))
+            return parse(text, size)
         }
         guard let parsed else {
             // The parser could not start: the whole body as text.
@@ -48,6 +47,29 @@ enum NotificationMarkup {
         defer { xmlFreeDoc(parsed) }
         output.walk(parsed.pointee.children)
         return output.result
+    }
+
+    /// The HTML document of `size` bytes of UTF-8 at `text`, as
+    /// `htmlReadMemory` reads it, but read as UTF-8 with no conversion:
+    /// named as its encoding, UTF-8 goes through a converter, copied in
+    /// small pieces, which cost a Notify with markup more than the parse.
+    /// An encoding a body names (`<meta charset>`) is ignored.
+    private static func parse(_ text: UnsafePointer<CChar>, _ size: Int32) -> htmlDocPtr? {
+        guard let context = htmlCreateMemoryParserCtxt(text, size) else { return nil }
+        let options =
+            HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_NONET.rawValue
+            | HTML_PARSE_IGNORE_ENC.rawValue
+        _ = htmlCtxtUseOptions(context, Int32(options))
+        _ = xmlSwitchEncoding(context, XML_CHAR_ENCODING_UTF8)
+        _ = htmlParseDocument(context)
+        // The document is the caller's; where it shares the parser's
+        // dictionary, the parser leaves it to the document, as libxml2's
+        // own readers do.
+        let document = context.pointee.myDoc
+        context.pointee.myDoc = nil
+        if let document, context.pointee.dictNames != 0, document.pointee.dict == context.pointee.dict { context.pointee.dict = nil }
+        htmlFreeParserCtxt(context)
+        return document
     }
 
     /// Cuts `text` to `limit` UTF-8 bytes, on a character, with `…`.
@@ -74,19 +96,32 @@ enum NotificationMarkup {
     /// Text escaped for markup: `&`, `<`, `>` and, in attributes, `"`;
     /// what markup cannot hold left out.
     static func escape(_ text: String, attribute: Bool = false) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"" where attribute: escaped += "&quot;"
-            case _ where isRefused(scalar): break
-            default: escaped.unicodeScalars.append(scalar)
+        // Byte by byte: what is escaped or left out is ASCII, except U+FFFE
+        // and U+FFFF (EF BF BE, EF BF BF), and every other byte of the
+        // UTF-8 is copied as it is.
+        var text = text
+        return text.withUTF8 { utf8 in
+            var escaped: [UInt8] = []
+            escaped.reserveCapacity(utf8.count)
+            var index = 0
+            while index < utf8.count {
+                let byte = utf8[index]
+                switch byte {
+                case UInt8(ascii: "&"): escaped.append(contentsOf: "&amp;".utf8)
+                case UInt8(ascii: "<"): escaped.append(contentsOf: "&lt;".utf8)
+                case UInt8(ascii: ">"): escaped.append(contentsOf: "&gt;".utf8)
+                case UInt8(ascii: "\"") where attribute: escaped.append(contentsOf: "&quot;".utf8)
+                case UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): escaped.append(byte)
+                case ..<0x20: break
+                case 0xEF where index + 2 < utf8.count && utf8[index + 1] == 0xBF && utf8[index + 2] >= 0xBE:
+                    index += 3
+                    continue
+                default: escaped.append(byte)
+                }
+                index += 1
             }
+            return String(decoding: escaped, as: UTF8.self)
         }
-        return escaped
     }
 
     /// The reduced markup as it is written: the elements open, text escaped
