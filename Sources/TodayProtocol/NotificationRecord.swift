@@ -30,7 +30,7 @@ extension TodayNotification {
     public func appendRecord(to bytes: inout [UInt8]) {
         // The wire forms, made once for both passes.
         let wires = Wires(
-            hints: hints.entries.isEmpty ? nil : try? hints.value.wireBytes(),
+            hints: hints.value.dictionaryEntries.isEmpty ? nil : try? hints.value.wireBytes(),
             actionTargets: actions.map { action in action.gtkTarget.flatMap { try? $0.wireBytes() } },
             defaultTarget: gtkDefaultTarget.flatMap { try? $0.wireBytes() })
         var counter = FieldWriter()
@@ -254,10 +254,6 @@ struct FieldWriter {
         if written == nil { put(Array(utf8)) }
     }
 
-    private mutating func put(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { put($0) }
-    }
-
     mutating func integer<T: FixedWidthInteger>(_ tag: some RawRepresentable<UInt8>, _ value: T) {
         header(tag, MemoryLayout<T>.size)
         put(value.littleEndian)
@@ -293,6 +289,10 @@ struct FieldWriter {
             UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + bytes.count]).copyMemory(from: bytes)
         }
         count += bytes.count
+    }
+
+    private mutating func put(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { put($0) }
     }
 }
 
