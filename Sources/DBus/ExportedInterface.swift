@@ -47,7 +47,8 @@ public typealias PropertySetter = @Sendable (MethodCall, Value) async throws -> 
 public final class ExportedInterface: Sendable {
     public let interface: Interface
 
-    enum Handler {
+    @usableFromInline
+    enum Handler: Sendable {
         case task(MethodHandler)
         case immediate(ImmediateMethodHandler)
         case deferred(DeferredMethodHandler)

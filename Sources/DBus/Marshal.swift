@@ -108,7 +108,8 @@ enum Marshal {
     }
 
     private static func appendArray(_ element: DBusType, _ values: [Value], to iterator: inout DBusMessageIter) throws {
-        if element == .byte {
+        switch element {
+        case .byte:
             var bytes = Data()
             bytes.reserveCapacity(values.count)
             for value in values {
@@ -116,12 +117,53 @@ enum Marshal {
                 bytes.append(b)
             }
             return try appendBytes(bytes, to: &iterator)
+        case .uint32:
+            return try appendFixed(values, element, to: &iterator) { if case .uint32(let v) = $0 { v } else { nil } }
+        case .int32:
+            return try appendFixed(values, element, to: &iterator) { if case .int32(let v) = $0 { v } else { nil } }
+        case .uint64:
+            return try appendFixed(values, element, to: &iterator) { if case .uint64(let v) = $0 { v } else { nil } }
+        case .int64:
+            return try appendFixed(values, element, to: &iterator) { if case .int64(let v) = $0 { v } else { nil } }
+        case .double:
+            return try appendFixed(values, element, to: &iterator) { if case .double(let v) = $0 { v } else { nil } }
+        default:
+            break
         }
         try withContainer(code("a"), element.signature, &iterator) { sub in
             for value in values {
                 guard value.type == element else { throw mismatch(value, element) }
                 try append(value, to: &sub)
             }
+        }
+    }
+
+    /// An array of a fixed-size type in one call (`T` is the type's own
+    /// layout on the wire), where appending the elements one by one costs
+    /// libdbus a few hundred instructions each: a NotificationsChanged
+    /// after a burst carries hundreds of ids.
+    private static func appendFixed<T>(
+        _ values: [Value], _ element: DBusType, to iterator: inout DBusMessageIter, _ extract: (Value) -> T?
+    ) throws {
+        var elements: [T] = []
+        elements.reserveCapacity(values.count)
+        for value in values {
+            guard let v = extract(value) else { throw mismatch(value, element) }
+            elements.append(v)
+        }
+        guard let count = Int32(exactly: elements.count) else {
+            throw DBusError.invalidArgs("\(elements.count) values are more than D-Bus can carry")
+        }
+        let type = typeCode(element)
+        try withContainer(code("a"), element.signature, &iterator) { sub in
+            let ok = elements.withUnsafeBufferPointer { buffer -> Bool in
+                // libdbus reads `count` values from the pointer; an empty array needs one anyway.
+                var base = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(bitPattern: 8)
+                return withUnsafeMutablePointer(to: &base) {
+                    dbus_message_iter_append_fixed_array(&sub, type, $0, count) != 0
+                }
+            }
+            guard ok else { throw DBusError(.noMemory, "out of memory appending an array") }
         }
     }
 

@@ -130,6 +130,7 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
     }
 
     /// Binds a handler that runs in a task of its own.
+    @inlinable
     public func task(_ handler: @escaping @Sendable (MethodCall, repeat each Input) async throws -> [Value]) -> MethodBinding {
         MethodBinding(
             method.name,
@@ -141,6 +142,7 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
 
     /// Binds a handler that answers at once, on the connection's loop
     /// thread: only for work that cannot block.
+    @inlinable
     public func immediate(_ handler: @escaping @Sendable (MethodCall, repeat each Input) throws -> [Value]) -> MethodBinding {
         MethodBinding(
             method.name,
@@ -154,6 +156,7 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
     /// thread, with a body marshalled beforehand: only for work that cannot
     /// block. The template's signature is not checked against the
     /// method's: its maker answers for it.
+    @inlinable
     public func replying(_ handler: @escaping @Sendable (MethodCall, repeat each Input) throws -> ReplyTemplate) -> MethodBinding {
         MethodBinding(
             method.name,
@@ -165,6 +168,7 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
 
     /// Binds a handler that takes the call on the loop thread and answers
     /// it later, from any thread, through its `PendingAnswer`.
+    @inlinable
     public func deferred(_ handler: @escaping @Sendable (MethodCall, PendingAnswer, repeat each Input) throws -> Void) -> MethodBinding {
         MethodBinding(
             method.name,
@@ -176,7 +180,11 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
 
     /// The call's arguments as the declared types. The signature was
     /// checked before dispatch, so this fails only where a type's own
-    /// rules refuse a value.
+    /// rules refuse a value. Inlinable, as the bindings above are, so that
+    /// the module that binds a handler makes a decode for its own types:
+    /// over an unknown pack, each argument went through the runtime's
+    /// tuple and value witnesses.
+    @inlinable
     static func decode(_ call: MethodCall) throws -> (repeat each Input) {
         let values = call.arguments
         var index = 0
@@ -206,6 +214,7 @@ public struct MethodBinding: Sendable {
     let name: MemberName
     let handler: ExportedInterface.Handler
 
+    @usableFromInline
     init(_ name: MemberName, _ handler: ExportedInterface.Handler) {
         self.name = name
         self.handler = handler

@@ -48,6 +48,8 @@ import Testing
             ("st", .structure([.string("k"), .variant(.boolean(false))])), ("nested", .vardict([("n", .int16(3))])),
         ]),
         .dictionary(key: .uint32, value: .array(.string), [DictionaryEntry(.uint32(9), .strings([]))]),
+        .array(.uint32, [.uint32(1), .uint32(4_000_000_000)]), .array(.int64, []), .array(.double, [.double(0.25)]),
+        .structure([.byte(1), .array(.int64, [.int64(-3)])]),
         .structure([.byte(1), .structure([.uint16(2), .double(3)])]),
     ]
 

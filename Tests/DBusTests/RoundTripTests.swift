@@ -15,6 +15,10 @@ import Testing
             .objectPath(ObjectPath("/")), .objectPath(ObjectPath("/a/b_c/D9")),
             .signature(Signature(rawValue: "a{sv}(iu)")!), .signature(Signature(rawValue: "")!),
             .array(.string, []), .bytes(Data()), .bytes(Data(0...255)),
+            // Arrays of fixed-size types go to libdbus in one piece.
+            .array(.uint32, [.uint32(0), .uint32(7), .uint32(.max)]), .array(.uint32, []), .array(.int32, [.int32(.min), .int32(-1)]),
+            .array(.uint64, [.uint64(.max)]), .array(.int64, []), .array(.int64, [.int64(.min), .int64(1)]),
+            .array(.double, [.double(-0.5), .double(.infinity)]), .structure([.byte(1), .array(.uint64, [.uint64(1 << 40)])]),
             .array(.array(.variant), [.array(.variant, [])]),
             .dictionary(key: .string, value: .variant, []),
             .vardict([("a", .int32(1)), ("b", .string("two")), ("c", .variant(.variant(.boolean(true))))]),
@@ -96,6 +100,11 @@ import Testing
                 try await server.call(
                     destination, path: TestObject.path, interface: TestObject.name, member: MemberName("Echo"),
                     [.variant(.array(.string, [.int32(1)]))])
+            }
+            await #expect(throws: DBusError.self) {
+                try await server.call(
+                    destination, path: TestObject.path, interface: TestObject.name, member: MemberName("Echo"),
+                    [.variant(.array(.uint32, [.uint32(1), .int32(2)]))])
             }
             // The connection is still usable afterwards.
             let reply = try await server.call(

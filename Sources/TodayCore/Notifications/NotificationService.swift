@@ -51,6 +51,10 @@ final class NotificationService: Sendable {
     /// Its NotificationsChanged, gathered over a burst, with the
     /// PropertiesChanged of Count and Unseen just before it.
     private let listChanges: ListChanges
+    /// Count and Unseen as `center` has them: a change of the list that
+    /// leaves both as they were (a full list, where each new notification
+    /// takes the oldest's place) does not touch the properties.
+    private let countsShown: Mutex<(count: UInt32, unseen: UInt32)>
 
     /// Longest kept summary and body, in UTF-8 bytes; longer is cut with `…`.
     static let longestSummary = 1024
@@ -85,6 +89,7 @@ final class NotificationService: Sendable {
         gtk = Self.gtkObject(late)
         let center = Self.centerObject(late, count: UInt32(book.count), unseen: UInt32(book.unseen.count), settings: book.settings)
         self.center = center
+        countsShown = Mutex((UInt32(book.count), UInt32(book.unseen.count)))
         listChanges = ListChanges(later: { [connection] nanoseconds, job in
             connection.submit(after: .nanoseconds(Int64(clamping: nanoseconds)), job)
         }) { changed, removed in
@@ -408,11 +413,19 @@ final class NotificationService: Sendable {
             case .dropImage(let path):
                 if !kept { store.dropImage(path) }
             case .listChanged(let changed, let removed):
-                let (count, unseen) = book.withLock { (UInt32($0.count), UInt32($0.unseen.count)) }
                 // The counts at once (a Get after Notify's answer reads
                 // them); their PropertiesChanged and the ids go with the
-                // others of a burst (`listChanges`).
-                center.setUnannounced([(Notifications.Center.count.name, .uint32(count)), (Notifications.Center.unseen.name, .uint32(unseen))])
+                // others of a burst (`listChanges`). Read and set under one
+                // lock, so that two changes carried out at once on two
+                // threads leave the later counts.
+                countsShown.withLock { shown in
+                    let now = counts
+                    guard now != shown else { return }
+                    shown = now
+                    center.setUnannounced([
+                        (Notifications.Center.count.name, .uint32(now.count)), (Notifications.Center.unseen.name, .uint32(now.unseen)),
+                    ])
+                }
                 listChanges.note(changed: changed, removed: removed)
             case .seen(let time):
                 do {
