@@ -149,3 +149,22 @@ import Testing
         #expect(throws: DBus.DBusError.self) { try pair.values(String.self) }
     }
 }
+
+/// Header strings handed out again: the same text, whichever was kept.
+@Suite struct HeaderStringsTests {
+    @Test func longStringsComeBackAsTheyWereAndShortOnesAsMade() {
+        let strings = HeaderStrings()
+        let texts = ["org.freedesktop.Notifications", "/org/freedesktop/Notifications", "Notify", "héllo wörld, more than fifteen"]
+            + (0..<40).map { "org.example.Interface\($0)" }
+        // Twice round, more of them than are kept: each comes back as it went in.
+        for _ in 0..<2 {
+            for text in texts {
+                let back = text.withCString { strings.string($0) }
+                #expect(back == text)
+            }
+        }
+        // A string that is a prefix of a kept one is not taken for it.
+        let prefix = "org.freedesktop.Notification"
+        #expect(prefix.withCString { strings.string($0) } == prefix)
+    }
+}

@@ -41,12 +41,22 @@ final class NotificationLanes: Sendable {
         private var waiting: [Work?] = []
         private var head = 0
 
+        /// A turn is due or running: set by the call that makes the lane.
+        var hasTurn = false
+
         var count: Int { waiting.count - head }
         var isEmpty: Bool { head == waiting.count }
         /// The next call's work, without taking it.
         var first: Work? { head < waiting.count ? waiting[head] : nil }
 
         mutating func append(_ work: Work) { waiting.append(work) }
+
+        /// The next call's work where it is ready, taken; nil, and nothing
+        /// taken, where it waits or there is none.
+        mutating func nextIfReady() -> Work? {
+            guard first?.isReady == true else { return nil }
+            return next()
+        }
 
         mutating func next() -> Work? {
             guard head < waiting.count else { return nil }
@@ -90,15 +100,23 @@ final class NotificationLanes: Sendable {
     /// Queues `work` in `sender`'s lane and gives the lane a turn where it
     /// is idle; false, and nothing queued, where the lane is full.
     func enqueue(_ sender: String, _ work: Work) -> Bool {
+        // One look in the dictionary: a lane made here is empty, so never
+        // full, and has no turn yet.
         let start: Bool? = lanes.withLock { lanes in
-            let start = lanes[sender] == nil
-            guard lanes[sender, default: Lane()].count < depth else { return nil }
-            lanes[sender, default: Lane()].append(work)
-            return start
+            Self.queue(work, in: &lanes[sender, default: Lane()], depth: depth)
         }
         guard let start else { return false }
         if start { schedule(sender, ready: work.isReady) }
         return true
+    }
+
+    /// Queues `work` in `lane`; whether the lane needs a turn started, or
+    /// nil where it is full.
+    private static func queue(_ work: Work, in lane: inout Lane, depth: Int) -> Bool? {
+        guard lane.count < depth else { return nil }
+        lane.append(work)
+        defer { lane.hasTurn = true }
+        return !lane.hasTurn
     }
 
     /// Gives `sender`'s lane its next turn: on the loop thread where its
@@ -111,10 +129,7 @@ final class NotificationLanes: Sendable {
     /// A turn on the loop thread: the ready calls at the head of the lane.
     private func loopTurn(_ sender: String) {
         for _ in 0..<turnLength {
-            let work = lanes.withLock { lanes -> Work? in
-                guard lanes[sender]?.first?.isReady == true else { return nil }
-                return lanes[sender]?.next()
-            }
+            let work = lanes.withLock { $0[sender]?.nextIfReady() }
             guard case .ready(let run)? = work else { break }
             run()
         }

@@ -53,6 +53,9 @@ final class NotificationStore: Sendable {
         var lastRewrite = 0
         /// A rewrite is under way: no second one starts.
         var rewriting = false
+        /// Where an append's records are made, kept from one append to
+        /// the next: most records are a few hundred bytes.
+        var buffer: [UInt8] = []
     }
 
     static let journalName = "journal"
@@ -135,12 +138,7 @@ final class NotificationStore: Sendable {
     /// and then none of them is in the journal.
     func keep(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
-        // Most records are a few hundred bytes: the buffer is made once,
-        // not grown field by field.
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(records.count * 512)
-        for record in records { Self.append(record, to: &bytes) }
-        try append(bytes, count: records.count)
+        try append(records)
     }
 
     /// Keeps `id` as the last id reserved, durably, unless a later one is
@@ -204,19 +202,24 @@ final class NotificationStore: Sendable {
         }
     }
 
-    /// Appends `bytes`, `count` whole records, in one write.
-    private func append(_ bytes: [UInt8], count: Int) throws {
+    /// Appends `records` in one write.
+    private func append(_ records: [Record]) throws {
         let rewrite = try journal.withLock { journal in
             let file = try open(&journal)
+            journal.buffer.removeAll(keepingCapacity: true)
+            for record in records { Self.append(record, to: &journal.buffer) }
+            let written = journal.buffer.count
+            // A buffer grown by a long body goes with it.
+            defer { if journal.buffer.capacity > 1 << 16 { journal.buffer = [] } }
             do throws(Errno) {
-                try file.write(all: bytes)
+                try file.write(all: journal.buffer)
             } catch {
                 // Nothing half-written stays at the end (ENOSPC, EIO).
                 try? file.truncate(to: journal.size)
                 throw DurableFile.Failure(path: folder + "/" + Self.journalName, operation: "write", error: error)
             }
-            journal.size += bytes.count
-            journal.appended += count
+            journal.size += written
+            journal.appended += records.count
             guard journal.appended > 4 * max(journal.lastRewrite, 1000), !journal.rewriting else { return false }
             journal.rewriting = true
             return true
