@@ -50,7 +50,9 @@ final class HeaderStrings: Sendable {
         guard length > 15 else { return String(cString: text) }
         return recent.withLock { recent in
             for kept in recent.strings where kept.utf8.count == length {
-                let same = kept.utf8.withContiguousStorageIfAvailable { bytes in bytes.baseAddress.map { memcmp($0, text, length) == 0 } ?? false }
+                let same = kept.utf8.withContiguousStorageIfAvailable { bytes in
+                    bytes.baseAddress.map { memcmp($0, text, length) == 0 } ?? false
+                }
                 if same == true { return kept }
             }
             let made = String(cString: text)

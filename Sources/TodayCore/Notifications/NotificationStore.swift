@@ -138,7 +138,35 @@ final class NotificationStore: Sendable {
     /// and then none of them is in the journal.
     func keep(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
-        try append(records)
+        let rewrite = try journal.withLock { journal in
+            let file = try open(&journal)
+            journal.buffer.removeAll(keepingCapacity: true)
+            for record in records { Self.append(record, to: &journal.buffer) }
+            let written = journal.buffer.count
+            // A buffer grown by a long body goes with it.
+            defer { if journal.buffer.capacity > 1 << 16 { journal.buffer = [] } }
+            do throws(Errno) {
+                try file.write(all: journal.buffer)
+            } catch {
+                // Nothing half-written stays at the end (ENOSPC, EIO).
+                try? file.truncate(to: journal.size)
+                throw DurableFile.Failure(path: folder + "/" + Self.journalName, operation: "write", error: error)
+            }
+            journal.size += written
+            journal.appended += records.count
+            guard journal.appended > 4 * max(journal.lastRewrite, 1000), !journal.rewriting else { return false }
+            journal.rewriting = true
+            return true
+        }
+        if rewrite {
+            do {
+                try Threads.detach { [self] in rewriteBeside() }
+            } catch {
+                journal.withLock { $0.rewriting = false }
+                log.warning("cannot start writing \(folder)/\(Self.journalName) again (it goes on growing): \(error)")
+            }
+        }
+        syncSoon(Self.journalName)
     }
 
     /// Keeps `id` as the last id reserved, durably, unless a later one is
@@ -200,39 +228,6 @@ final class NotificationStore: Sendable {
         for name in FileSystem.entries(imageFolder) where !held.contains(imageFolder + "/" + name) {
             try? Files.unlink(imageFolder + "/" + name)
         }
-    }
-
-    /// Appends `records` in one write.
-    private func append(_ records: [Record]) throws {
-        let rewrite = try journal.withLock { journal in
-            let file = try open(&journal)
-            journal.buffer.removeAll(keepingCapacity: true)
-            for record in records { Self.append(record, to: &journal.buffer) }
-            let written = journal.buffer.count
-            // A buffer grown by a long body goes with it.
-            defer { if journal.buffer.capacity > 1 << 16 { journal.buffer = [] } }
-            do throws(Errno) {
-                try file.write(all: journal.buffer)
-            } catch {
-                // Nothing half-written stays at the end (ENOSPC, EIO).
-                try? file.truncate(to: journal.size)
-                throw DurableFile.Failure(path: folder + "/" + Self.journalName, operation: "write", error: error)
-            }
-            journal.size += written
-            journal.appended += records.count
-            guard journal.appended > 4 * max(journal.lastRewrite, 1000), !journal.rewriting else { return false }
-            journal.rewriting = true
-            return true
-        }
-        if rewrite {
-            do {
-                try Threads.detach { [self] in rewriteBeside() }
-            } catch {
-                journal.withLock { $0.rewriting = false }
-                log.warning("cannot start writing \(folder)/\(Self.journalName) again (it goes on growing): \(error)")
-            }
-        }
-        syncSoon(Self.journalName)
     }
 
     /// Writes the journal again as the list, while appends go on; on a
