@@ -3,8 +3,10 @@ import FoundationEssentials
 /// A D-Bus interface declared once, as data: its methods with argument names
 /// and types, its properties with access and change-signal behaviour, and its
 /// signals. Dispatch, argument checking, `Properties`, PropertiesChanged and
-/// the introspection XML all follow from this one value.
-public struct Interface: Sendable {
+/// the introspection XML all follow from this one value. A class, as
+/// `Method` is: routing a call holds it by one reference, not a copy of
+/// its fields.
+public final class Interface: Sendable {
     public let name: InterfaceName
     public let methods: [Method]
     public let properties: [Property]
@@ -38,7 +40,9 @@ public struct Argument: Sendable {
     }
 }
 
-public struct Method: Sendable {
+/// A method: its arguments, their signatures and the types a call's body
+/// is read by. Never changed once made, and held by reference.
+public final class Method: Sendable {
     public let name: MemberName
     public let inputs: [Argument]
     public let outputs: [Argument]

@@ -4,18 +4,64 @@ import CDBus
 public struct Message: Sendable {
     public enum Kind: Sendable { case methodCall, methodReturn, error, signal }
 
-    public var kind: Kind
-    public var serial: UInt32
-    public var replySerial: UInt32
-    public var sender: String?
-    public var destination: String?
-    public var path: ObjectPath?
-    public var interface: String?
-    public var member: String?
-    public var errorName: String?
-    public var signature: String
+    /// The header's fields, in one box its copies share: a call is copied
+    /// from its dispatch to its route, its `MethodCall` and its handler,
+    /// and each copy is then one reference rather than one per string.
+    private final class Header: Sendable {
+        let kind: Kind
+        let serial: UInt32
+        let replySerial: UInt32
+        let sender: String?
+        let destination: String?
+        let path: ObjectPath?
+        let interface: String?
+        let member: String?
+        let errorName: String?
+        let signature: String
+        let noReplyExpected: Bool
+
+        init(
+            kind: Kind, serial: UInt32, replySerial: UInt32, sender: String?, destination: String?, path: ObjectPath?, interface: String?,
+            member: String?, errorName: String?, signature: String, noReplyExpected: Bool
+        ) {
+            self.kind = kind
+            self.serial = serial
+            self.replySerial = replySerial
+            self.sender = sender
+            self.destination = destination
+            self.path = path
+            self.interface = interface
+            self.member = member
+            self.errorName = errorName
+            self.signature = signature
+            self.noReplyExpected = noReplyExpected
+        }
+    }
+
+    private let header: Header
     public var body: [Value]
-    public var noReplyExpected: Bool
+
+    init(
+        kind: Kind, serial: UInt32, replySerial: UInt32, sender: String?, destination: String?, path: ObjectPath?, interface: String?,
+        member: String?, errorName: String?, signature: String, body: [Value], noReplyExpected: Bool
+    ) {
+        header = Header(
+            kind: kind, serial: serial, replySerial: replySerial, sender: sender, destination: destination, path: path, interface: interface,
+            member: member, errorName: errorName, signature: signature, noReplyExpected: noReplyExpected)
+        self.body = body
+    }
+
+    public var kind: Kind { header.kind }
+    public var serial: UInt32 { header.serial }
+    public var replySerial: UInt32 { header.replySerial }
+    public var sender: String? { header.sender }
+    public var destination: String? { header.destination }
+    public var path: ObjectPath? { header.path }
+    public var interface: String? { header.interface }
+    public var member: String? { header.member }
+    public var errorName: String? { header.errorName }
+    public var signature: String { header.signature }
+    public var noReplyExpected: Bool { header.noReplyExpected }
 
     /// The remote error this message carries, when it is an error reply.
     public var error: DBusError? {

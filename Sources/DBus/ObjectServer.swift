@@ -154,10 +154,12 @@ public final class ObjectServer: Sendable {
         var message = header
         let member = message.member ?? ""
         guard let path = message.path else { return .done(.failure(DBusError.invalidArgs("a call without a path"))) }
-        let (exported, isManager) = state.withLock { state in (state.objects[path], state.managers.contains(path)) }
+        let exported = state.withLock { $0.objects[path] }
         let interfaces = exported ?? []
-        // The standard interfaces, made only where the call names none of
-        // the object's own, and then once.
+        // Whether the path is an object manager, and the standard
+        // interfaces, looked up only where the call names none of the
+        // object's own, and then once.
+        lazy var isManager = state.withLock { $0.managers.contains(path) }
         lazy var standard: [Interface] = {
             var standard: [Interface] = [.introspectable, .peer]
             if exported != nil { standard.append(.properties) }

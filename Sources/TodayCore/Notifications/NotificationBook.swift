@@ -175,8 +175,8 @@ struct NotificationBook: Sendable {
     /// `minute` is the minute of the local day at `now` (0 to 1439), for
     /// Do Not Disturb's schedule; by default, from the C library's time
     /// zone.
-    mutating func post(_ posting: Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
-        let (id, effects, _) = try postUndoably(posting, at: now, minute: minute)
+    mutating func post(_ posting: consuming Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect]) {
+        let (id, effects, _) = try postUndoably(consume posting, at: now, minute: minute)
         return (id, effects)
     }
 
@@ -197,15 +197,19 @@ struct NotificationBook: Sendable {
     }
 
     /// `post`, and what takes it back.
-    mutating func postUndoably(_ posting: Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect], undo: Undo) {
-        var notification = posting.notification
+    mutating func postUndoably(_ posting: consuming Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect], undo: Undo) {
+        let (rule, replaces, expireTimeout) = (posting.banner, posting.replaces, posting.expireTimeout)
+        // Taken from the posting, which ends here: where the caller handed
+        // its posting over, the notification is its fields' one owner, and
+        // the changes below make no copy of them.
+        var notification = (consume posting).notification
         let policy = settings.policy(for: notification.appID)
         let banner =
-            posting.banner != .never
+            rule != .never
             && showsBanner(
                 urgency: policy.urgency ?? notification.urgency, policy: policy,
                 atMinute: minute ?? (settings.hasSchedule ? Self.localMinute(now) : 0),
-                throughDoNotDisturb: posting.banner == .throughDoNotDisturb)
+                throughDoNotDisturb: rule == .throughDoNotDisturb)
         if let urgency = policy.urgency { notification.urgency = urgency }
         // An app kept out of the list: shown and gone, as a transient one.
         if !policy.list { notification.transient = true }
@@ -214,8 +218,8 @@ struct NotificationBook: Sendable {
         // still in the list; else the same app's notification with the same
         // stack tag, or the same GNotification id.
         var replaced: UInt32?
-        if posting.replaces != 0, byID[posting.replaces] != nil {
-            replaced = posting.replaces
+        if replaces != 0, byID[replaces] != nil {
+            replaced = replaces
         } else if let tag = notification.stackTag {
             replaced = order.first { byID[$0]?.appID == notification.appID && byID[$0]?.stackTag == tag }
         } else if let appNotificationID = notification.appNotificationID {
@@ -229,10 +233,10 @@ struct NotificationBook: Sendable {
         notification.time = ValueMapping.storable(now)
         notification.isOpen = true
         let seconds: Double? =
-            switch posting.expireTimeout {
+            switch expireTimeout {
             case 0: nil
             case ..<0: Self.defaultTimeout(notification.urgency)
-            default: Double(posting.expireTimeout) / 1000
+            default: Double(expireTimeout) / 1000
             }
         notification.expires = seconds.map { ValueMapping.storable(now.addingTimeInterval($0), rounding: .down) }
 

@@ -19,7 +19,7 @@ extension NotificationService {
                         let posting = try Self.posting(
                             appName: appName, replaces: replaces, appIcon: appIcon, summary: summary, body: body, actions: actions,
                             hints: hints, timeout: timeout, caller: caller)
-                        let posted = try service.post(posting)
+                        let posted = try service.post(consume posting)
                         return ([.uint32(posted.id)], posted)
                     }
                     if let caller = service.readyCaller(call, body: body, hints: hints) {

@@ -305,8 +305,7 @@ final class NotificationService: Sendable {
 
     /// Posts `posting` and keeps what follows; the store has it before
     /// this returns, and the rest waits for `announce`.
-    func post(_ posting: NotificationBook.Posting) throws -> Posted {
-        var posting = posting
+    func post(_ posting: consuming NotificationBook.Posting) throws -> Posted {
         // The picture is kept as a PNG file, not in memory: a thousand
         // notifications with pictures cost their paths.
         if let image = posting.notification.image {
@@ -320,16 +319,19 @@ final class NotificationService: Sendable {
         }
         let kept = posting.notification.imageFile
         do {
-            return try post(kept: posting)
+            return try post(kept: consume posting)
         } catch {
             if let kept { store.dropImage(kept) }
             throw error
         }
     }
 
-    private func post(kept posting: NotificationBook.Posting) throws -> Posted {
+    private func post(kept posting: consuming NotificationBook.Posting) throws -> Posted {
         let at = clock.now
         var reserveNext = false
+        // Handed to the book whole, so that the notification it makes of
+        // it is its fields' one owner (`postUndoably`).
+        var handed: NotificationBook.Posting? = consume posting
         let result: Result<(id: UInt32, effects: [NotificationBook.Effect], undo: NotificationBook.Undo, sooner: Bool), NotificationBook.Refusal> = try book.withLock { book in
             // An id is on disk (reserved) before it is given. The next
             // block is reserved in the background once half of this one is
@@ -348,8 +350,9 @@ final class NotificationService: Sendable {
                 book.reservingIDs = true
                 reserveNext = true
             }
+            guard let posting = handed.take() else { throw DBusError.failed("the notification was handed to the list twice") }
             do throws(NotificationBook.Refusal) {
-                let (id, effects, undo) = try book.postUndoably(posting, at: at)
+                let (id, effects, undo) = try book.postUndoably(consume posting, at: at)
                 // Only this one's expiry can come before the next look: no
                 // walk over the list, and no wake, at every Notify.
                 var sooner = false
