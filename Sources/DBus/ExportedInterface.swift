@@ -4,9 +4,26 @@ import Synchronization
 public struct MethodCall: Sendable {
     public let message: Message
     public let connection: Connection
+    /// The message as it came: a method declared with Swift types reads
+    /// its arguments from its bytes (`MethodDeclaration.decode`), and the
+    /// message's body is then not decoded as `Value`s at all.
+    let handle: MessageHandle
+
+    init(message: Message, handle: MessageHandle, connection: Connection) {
+        self.message = message
+        self.handle = handle
+        self.connection = connection
+    }
+
     /// The unique bus name of the caller.
     public var sender: String { message.sender ?? "" }
-    public var arguments: [Value] { message.body }
+
+    /// The arguments as `Value`s: read when the call was routed, or here,
+    /// for a call whose handler reads them as its own types.
+    public var arguments: [Value] {
+        guard message.body.isEmpty, !message.signature.isEmpty else { return message.body }
+        return (try? handle.decodeBody()) ?? []
+    }
 }
 
 /// Answers a method call with the values of its declared outputs.
@@ -56,6 +73,11 @@ public final class ExportedInterface: Sendable {
     }
 
     let handlers: [String: Handler]
+    /// Whether the handlers read their calls' arguments themselves, as the
+    /// bindings of `MethodDeclaration`s do, as Swift types straight from
+    /// the message: the body is then not decoded before the call is handed
+    /// over.
+    let readsArguments: Bool
     let setters: [String: PropertySetter]
     /// Properties only some callers may read: left out of
     /// GetManagedObjects and InterfacesAdded, and read through Get or
@@ -99,7 +121,8 @@ public final class ExportedInterface: Sendable {
         var handlers: [String: Handler] = methods.mapValues { .task($0) }
         for (name, handler) in immediate { handlers[name] = .immediate(handler) }
         for (name, handler) in deferred { handlers[name] = .deferred(handler) }
-        self.init(interface, properties: properties, handlers: handlers, setters: setters, guarded: guarded, readGuard: readGuard)
+        self.init(
+            interface, properties: properties, handlers: handlers, readsArguments: false, setters: setters, guarded: guarded, readGuard: readGuard)
     }
 
     /// Binds handlers made by the methods' `MethodDeclaration`s, which hand
@@ -117,11 +140,12 @@ public final class ExportedInterface: Sendable {
             precondition(handlers[binding.name.rawValue] == nil, "\(binding.name) of \(interface.name) is bound twice")
             handlers[binding.name.rawValue] = binding.handler
         }
-        self.init(interface, properties: properties, handlers: handlers, setters: setters, guarded: guarded, readGuard: readGuard)
+        self.init(
+            interface, properties: properties, handlers: handlers, readsArguments: true, setters: setters, guarded: guarded, readGuard: readGuard)
     }
 
     private init(
-        _ interface: Interface, properties: [String: Value], handlers: [String: Handler], setters: [String: PropertySetter],
+        _ interface: Interface, properties: [String: Value], handlers: [String: Handler], readsArguments: Bool, setters: [String: PropertySetter],
         guarded: Set<String>, readGuard: (@Sendable (MethodCall) async throws -> Void)?
     ) {
         precondition(guarded.isEmpty || readGuard != nil, "guarded properties need a read guard")
@@ -136,6 +160,7 @@ public final class ExportedInterface: Sendable {
         }
         self.interface = interface
         self.handlers = handlers
+        self.readsArguments = readsArguments
         self.setters = setters
         self.guardedProperties = guarded
         self.readGuard = readGuard

@@ -10,9 +10,18 @@ public protocol DBusArgument: Sendable {
     init(dbusValue value: Value) throws
     /// The value as it goes on the wire: how a client passes this type.
     var dbusValue: Value { get }
+    /// The next argument of a call, read as this type straight from the
+    /// message; the call's signature has `dbusType` there. By default
+    /// read as a `Value` first (`init(dbusValue:)`); strings, numbers and
+    /// string arrays skip the `Value`.
+    static func read(from reader: inout ArgumentReader) throws -> Self
 }
 
 extension DBusArgument {
+    public static func read(from reader: inout ArgumentReader) throws -> Self {
+        try Self(dbusValue: reader.value(of: dbusType))
+    }
+
     /// The error for a value that is not of `dbusType`.
     public static func mismatch(_ value: Value) -> DBusError {
         DBusError.invalidArgs("expected a value of type '\(dbusType.signature)', not '\(value.type.signature)'")
@@ -22,6 +31,7 @@ extension DBusArgument {
 extension String: DBusArgument {
     public static var dbusType: DBusType { .string }
     public var dbusValue: Value { .string(self) }
+    public static func read(from reader: inout ArgumentReader) throws -> String { try reader.string() }
     public init(dbusValue value: Value) throws {
         guard case .string(let text) = value else { throw Self.mismatch(value) }
         self = text
@@ -41,6 +51,7 @@ extension Bool: DBusArgument {
 extension Array: DBusArgument where Element == String {
     public static var dbusType: DBusType { .array(.string) }
     public var dbusValue: Value { .array(.string, map { .string($0) }) }
+    public static func read(from reader: inout ArgumentReader) throws -> [String] { try reader.strings() }
     public init(dbusValue value: Value) throws {
         guard case .array(.string, let elements) = value else { throw Self.mismatch(value) }
         self = elements.compactMap { if case .string(let text) = $0 { text } else { nil } }
@@ -147,8 +158,8 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
         MethodBinding(
             method.name,
             .immediate { call in
-                let arguments = try Self.decode(call)
-                return try handler(call, repeat each arguments)
+                var arguments = try CallArguments(call)
+                return try handler(call, repeat try arguments.next((each Input).self))
             })
     }
 
@@ -161,8 +172,8 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
         MethodBinding(
             method.name,
             .template { call in
-                let arguments = try Self.decode(call)
-                return try handler(call, repeat each arguments)
+                var arguments = try CallArguments(call)
+                return try handler(call, repeat try arguments.next((each Input).self))
             })
     }
 
@@ -173,29 +184,21 @@ public struct MethodDeclaration<each Input: DBusArgument>: Sendable, MethodDecla
         MethodBinding(
             method.name,
             .deferred { call, answer in
-                let arguments = try Self.decode(call)
-                try handler(call, answer, repeat each arguments)
+                var arguments = try CallArguments(call)
+                try handler(call, answer, repeat try arguments.next((each Input).self))
             })
     }
 
-    /// The call's arguments as the declared types. The signature was
-    /// checked before dispatch, so this fails only where a type's own
-    /// rules refuse a value. Inlinable, as the bindings above are, so that
-    /// the module that binds a handler makes a decode for its own types:
-    /// over an unknown pack, each argument went through the runtime's
-    /// tuple and value witnesses.
+    /// The call's arguments as the declared types, for a handler that
+    /// runs in a task. The signature was checked before dispatch, so this
+    /// fails only where a type's own rules refuse a value. Inlinable, as
+    /// the bindings above are, so that the module that binds a handler
+    /// reads each argument as its own type: over an unknown pack, each went
+    /// through the runtime's tuple and value witnesses.
     @inlinable
     static func decode(_ call: MethodCall) throws -> (repeat each Input) {
-        let values = call.arguments
-        var index = 0
-        func next<T: DBusArgument>(_: T.Type) throws -> T {
-            defer { index += 1 }
-            guard index < values.count else {
-                throw DBusError.invalidArgs("argument \(index + 1) is missing; the method takes '\(T.dbusType.signature)' there")
-            }
-            return try T(dbusValue: values[index])
-        }
-        return (repeat try next((each Input).self))
+        var arguments = try CallArguments(call)
+        return (repeat try arguments.next((each Input).self))
     }
 }
 
@@ -260,6 +263,7 @@ public struct ObjectPathList: DBusArgument, Hashable {
 extension UInt32: DBusArgument {
     public static var dbusType: DBusType { .uint32 }
     public var dbusValue: Value { .uint32(self) }
+    public static func read(from reader: inout ArgumentReader) throws -> UInt32 { try reader.uint32() }
     public init(dbusValue value: Value) throws {
         guard case .uint32(let number) = value else { throw Self.mismatch(value) }
         self = number
@@ -269,6 +273,7 @@ extension UInt32: DBusArgument {
 extension Int32: DBusArgument {
     public static var dbusType: DBusType { .int32 }
     public var dbusValue: Value { .int32(self) }
+    public static func read(from reader: inout ArgumentReader) throws -> Int32 { try reader.int32() }
     public init(dbusValue value: Value) throws {
         guard case .int32(let number) = value else { throw Self.mismatch(value) }
         self = number

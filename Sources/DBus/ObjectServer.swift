@@ -208,12 +208,14 @@ public final class ObjectServer: Sendable {
                     )))
         }
         let outputs = method.outputSignature
-        do {
-            message.body = try handle.decodeBody(as: method)
-        } catch {
-            return .done(.failure(error))
+        if implementation?.readsArguments != true {
+            do {
+                message.body = try handle.decodeBody(as: method)
+            } catch {
+                return .done(.failure(error))
+            }
         }
-        let call = MethodCall(message: message, connection: connection)
+        let call = MethodCall(message: message, handle: handle, connection: connection)
 
         if let implementation {
             switch implementation.handlers[member] {

@@ -17,7 +17,7 @@ struct WireReader {
     private let bytes: UnsafeRawBufferPointer
     private let bigEndian: Bool
     /// The next byte to read. Alignment counts from the message's start.
-    private var offset: Int
+    private(set) var offset: Int
     /// Where the body ends.
     private var end: Int
 
@@ -39,28 +39,35 @@ struct WireReader {
     /// that of `types`, or nil where it holds a file descriptor.
     static func body(of message: OpaquePointer, types: [DBusType]) throws -> [Value]? {
         guard !types.isEmpty else { return [] }
+        return try reading(message) { reader in
+            var values: [Value] = []
+            values.reserveCapacity(types.count)
+            for type in types {
+                values.append(try reader.read(type))
+            }
+            return values
+        }
+    }
+
+    /// A variant holds a file descriptor: the body is libdbus's to read.
+    struct CarriesDescriptors: Error {}
+
+    /// `read` over a reader at the start of `message`'s body, while the
+    /// body's bytes are held; nil where the body is libdbus's to read.
+    static func reading<T>(_ message: OpaquePointer, _ read: (inout WireReader) throws -> T) throws -> T? {
         var marshalled: UnsafeMutablePointer<CChar>?
         var count: Int32 = 0
         guard dbus_message_marshal(message, &marshalled, &count) != 0, let marshalled else {
             throw DBusError(.noMemory, "out of memory reading a message")
         }
         defer { dbus_free(marshalled) }
-        let buffer = UnsafeRawBufferPointer(start: marshalled, count: Int(count))
-        var reader = try WireReader(message: buffer)
-        var values: [Value] = []
-        values.reserveCapacity(types.count)
+        var reader = try WireReader(message: UnsafeRawBufferPointer(start: marshalled, count: Int(count)))
         do {
-            for type in types {
-                values.append(try reader.read(type))
-            }
+            return try read(&reader)
         } catch is CarriesDescriptors {
             return nil
         }
-        return values
     }
-
-    /// A variant holds a file descriptor: the body is libdbus's to read.
-    private struct CarriesDescriptors: Error {}
 
     /// A reader at the start of `message`'s body.
     init(message: UnsafeRawBufferPointer) throws {
@@ -86,7 +93,7 @@ struct WireReader {
         end = bodyStart + bodyLength
     }
 
-    private static func malformed(_ what: String) -> DBusError {
+    static func malformed(_ what: String) -> DBusError {
         .invalidArgs("a message \(what)")
     }
 
@@ -183,7 +190,7 @@ struct WireReader {
 
     /// Reads an array's length and the padding to its first element; the
     /// offsets its elements run between, the reader at the first.
-    private mutating func arrayBounds(_ element: DBusType) throws -> (Int, Int) {
+    mutating func arrayBounds(_ element: DBusType) throws -> (Int, Int) {
         let length = Int(try readUInt32())
         try align(element.alignment)
         guard length <= end - offset else { throw Self.malformed("whose array is longer than its body") }
@@ -211,7 +218,7 @@ struct WireReader {
         return bigEndian ? UInt16(bigEndian: raw) : UInt16(littleEndian: raw)
     }
 
-    private mutating func readUInt32() throws -> UInt32 {
+    mutating func readUInt32() throws -> UInt32 {
         try align(4)
         let raw = try take(4) { $0.loadUnaligned(as: UInt32.self) }
         return bigEndian ? UInt32(bigEndian: raw) : UInt32(littleEndian: raw)
@@ -224,7 +231,7 @@ struct WireReader {
     }
 
     /// A string or object path: its length, its UTF-8 and a NUL.
-    private mutating func readString() throws -> String {
+    mutating func readString() throws -> String {
         let length = Int(try readUInt32())
         return try text(length)
     }
@@ -242,5 +249,106 @@ struct WireReader {
         offset += length + 1
         // libdbus refused the message where this is not UTF-8.
         return String(decoding: utf8, as: UTF8.self)
+    }
+}
+
+/// A call's arguments, read one after another as the Swift types its
+/// method declared (`DBusArgument.read(from:)`), straight from the
+/// message's bytes: no `Value` is made for a string or a number on the
+/// way. The call's signature was checked against the method's before, so
+/// each read meets the type it expects; the reader still checks every
+/// length and offset, and throws rather than read past the body.
+public struct ArgumentReader {
+    var wire: WireReader
+
+    /// The next argument as a `Value` of `type`.
+    public mutating func value(of type: DBusType) throws -> Value {
+        try wire.read(type)
+    }
+
+    public mutating func string() throws -> String {
+        try wire.readString()
+    }
+
+    public mutating func uint32() throws -> UInt32 {
+        try wire.readUInt32()
+    }
+
+    public mutating func int32() throws -> Int32 {
+        Int32(bitPattern: try wire.readUInt32())
+    }
+
+    /// An `as`.
+    public mutating func strings() throws -> [String] {
+        let (_, stop) = try wire.arrayBounds(.string)
+        var strings: [String] = []
+        while wire.offset < stop { strings.append(try wire.readString()) }
+        guard wire.offset == stop else { throw WireReader.malformed("whose array ends inside an element") }
+        return strings
+    }
+}
+
+/// The arguments of a call to a method declared with Swift types, handed
+/// out in order (`MethodDeclaration`'s bindings pass each straight to the
+/// handler, with no tuple of them in between). Read from the message's
+/// bytes, held while the arguments are read; from `Value`s where the call
+/// was decoded already, or where a variant carries a file descriptor,
+/// which only libdbus's iterators can hand out.
+public struct CallArguments: ~Copyable {
+    private let call: MethodCall
+    /// The message's bytes, ours to free, and a reader over its body.
+    private let marshalled: UnsafeMutablePointer<CChar>?
+    private var reader: ArgumentReader?
+    private var values: [Value]?
+    private var index = 0
+
+    @usableFromInline
+    init(_ call: MethodCall) throws {
+        guard call.message.body.isEmpty, !call.message.signature.isEmpty else {
+            self.call = call
+            marshalled = nil
+            values = call.message.body
+            return
+        }
+        var bytes: UnsafeMutablePointer<CChar>?
+        var count: Int32 = 0
+        guard dbus_message_marshal(call.handle.pointer, &bytes, &count) != 0, let bytes else {
+            throw DBusError(.noMemory, "out of memory reading a message")
+        }
+        let wire: WireReader
+        do {
+            wire = try WireReader(message: UnsafeRawBufferPointer(start: bytes, count: Int(count)))
+        } catch {
+            dbus_free(bytes)
+            throw error
+        }
+        self.call = call
+        marshalled = bytes
+        reader = ArgumentReader(wire: wire)
+    }
+
+    deinit {
+        if let marshalled { dbus_free(marshalled) }
+    }
+
+    /// The next argument as `T`. Fails only where `T`'s own rules refuse
+    /// the value (an id, say), or the message breaks its signature.
+    @usableFromInline
+    mutating func next<T: DBusArgument>(_: T.Type) throws -> T {
+        defer { index += 1 }
+        if values == nil, var wire = reader {
+            do {
+                let value = try T.read(from: &wire)
+                reader = wire
+                return value
+            } catch is WireReader.CarriesDescriptors {
+                values = try call.handle.decodeBodyThroughIterators()
+            }
+        }
+        let values = values ?? []
+        guard index < values.count else {
+            throw DBusError.invalidArgs("argument \(index + 1) is missing; the method takes '\(T.dbusType.signature)' there")
+        }
+        return try T(dbusValue: values[index])
     }
 }

@@ -48,6 +48,28 @@ import Testing
         #expect(NotificationMarkup.reduce(item.body) == item.reduced)
     }
 
+    /// Plain text goes past the parser: the one look at its bytes finds
+    /// what the parser is needed for exactly where a look at its markup
+    /// characters and at its scalars finds it, short strings and long,
+    /// the bytes of U+FFFE and U+FFFF and their neighbours included.
+    @Test func theLookForMarkupFindsWhatTheParserIsFor() {
+        let pieces = [
+            "", "a", "plain", "tab\tnew\nline\r", "\u{01}", "\u{1f}", "\u{7f}", "<", "&", ">", "é", "東京", "🚋",
+            "\u{FFFD}", "\u{FFFE}", "\u{FFFF}", "\u{FEFF}", "\u{10FFFF}", "\u{EFBF}",
+        ]
+        func reference(_ text: String) -> Bool {
+            text.utf8.contains { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ">") }
+                || text.unicodeScalars.contains(where: NotificationMarkup.isRefused)
+        }
+        for first in pieces {
+            for second in pieces {
+                for text in [first + second, String(repeating: "long text ", count: 3) + first + second, first + second + "…"] {
+                    #expect(NotificationMarkup.isMarkupOrRefused(text) == reference(text), "\(text.debugDescription)")
+                }
+            }
+        }
+    }
+
     @Test func aLongBodyIsCutOnACharacterOutsideAnyElement() {
         let body = "<b>" + String(repeating: "é&", count: 100) + "</b>"
         let reduced = NotificationMarkup.reduce(body, limit: 64)

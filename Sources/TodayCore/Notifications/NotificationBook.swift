@@ -161,10 +161,16 @@ struct NotificationBook: Sendable {
     /// what a flood sends beyond the rate costs next to nothing.
     mutating func admit(_ appID: String, at now: Date) throws(Refusal) {
         let second = Int64(now.timeIntervalSince1970.rounded(.down))
-        let rate = rates[appID]
+        // One look for an app seen before: its count is changed in place.
+        let index = rates.index(forKey: appID)
+        let rate = index.map { rates.values[$0] }
         let counted = rate?.second == second ? rate?.count ?? 0 : 0
         guard counted < ratePerSecond else { throw .tooMany(appID: appID) }
-        rates[appID] = (second, counted + 1)
+        if let index {
+            rates.values[index] = (second, counted + 1)
+        } else {
+            rates[appID] = (second, counted + 1)
+        }
         if rates.count > 4 * capacity { rates = rates.filter { $0.value.second == second } }
     }
 

@@ -26,11 +26,7 @@ enum NotificationMarkup {
         // reduction. A bare `>` is escaped too: `]]>` is not well-formed
         // in XML's text, and the same text reads the same with or without
         // a `<` elsewhere in the body.
-        guard body.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ">") })
-            || body.unicodeScalars.contains(where: isRefused)
-        else {
-            return cut(body, to: limit)
-        }
+        guard isMarkupOrRefused(body) else { return cut(body, to: limit) }
         var output = Output(limit: limit)
         let document = "<html><body><div>" + body
         LibXML2.ready()
@@ -84,6 +80,28 @@ enum NotificationMarkup {
             bytes += size
         }
         return result + "…"
+    }
+
+    /// Whether `text` has a `<`, `&` or `>`, or a character markup cannot
+    /// hold (`isRefused`): one look at each byte of its UTF-8. Every refused
+    /// character is ASCII but U+FFFE and U+FFFF (EF BF BE, EF BF BF).
+    static func isMarkupOrRefused(_ text: String) -> Bool {
+        let bytes = text.utf8
+        let found = bytes.withContiguousStorageIfAvailable { utf8 in
+            for (index, byte) in utf8.enumerated() {
+                switch byte {
+                case UInt8(ascii: "<"), UInt8(ascii: "&"), UInt8(ascii: ">"): return true
+                case UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): continue
+                case ..<0x20: return true
+                case 0xEF where index + 2 < utf8.count && utf8[index + 1] == 0xBF && utf8[index + 2] >= 0xBE: return true
+                default: continue
+                }
+            }
+            return false
+        }
+        if let found { return found }
+        return bytes.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ">") })
+            || text.unicodeScalars.contains(where: isRefused)
     }
 
     /// Characters that markup cannot hold (XML 1.0, which GTK's markup
