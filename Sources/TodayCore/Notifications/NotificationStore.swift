@@ -37,9 +37,10 @@ final class NotificationStore: Sendable {
     private let journal = Mutex(Journal())
     /// The id `last-id` holds, as last written.
     private let lastIDKept = Mutex<UInt32>(0)
-    /// What the next flush makes durable: the journal (by name), and files
-    /// written whole without waiting for the disk (pictures, `seen`).
-    private let pending = Mutex<(names: Set<String>, files: Set<String>, flush: Task<Void, Never>?)>(([], [], nil))
+    /// What the next flush makes durable: the journal and the folder
+    /// (`journal`), and files written whole without waiting for the disk
+    /// (pictures, `seen`).
+    private let pending = Mutex<(journal: Bool, files: Set<String>, flush: Task<Void, Never>?)>((false, [], nil))
     /// The list as it is now, for a rewrite of the journal.
     private let live = Mutex<(@Sendable () -> [TodayNotification]?)?>(nil)
 
@@ -166,7 +167,7 @@ final class NotificationStore: Sendable {
                 log.warning("cannot start writing \(folder)/\(Self.journalName) again (it goes on growing): \(error)")
             }
         }
-        syncSoon(Self.journalName)
+        syncSoon()
     }
 
     /// Keeps `id` as the last id reserved, durably, unless a later one is
@@ -198,7 +199,7 @@ final class NotificationStore: Sendable {
         try DurableFile.makeFolder(folder)
         try DurableFile.write(Data("\(ValueMapping.microseconds(time))\n".utf8), to: path, sync: false)
         pending.withLock { _ = $0.files.insert(path) }
-        syncSoon(Self.journalName)
+        syncSoon()
     }
 
     /// The folder of the pictures kept as PNG files.
@@ -211,7 +212,7 @@ final class NotificationStore: Sendable {
         let path = imageFolder + "/" + name
         try DurableFile.write(png, to: path, sync: false)
         pending.withLock { _ = $0.files.insert(path) }
-        syncSoon(Self.journalName)
+        syncSoon()
         return path
     }
 
@@ -266,7 +267,7 @@ final class NotificationStore: Sendable {
             journal.withLock { $0.rewriting = false }
             log.warning("cannot write \(path) again (it goes on growing): \(error)")
         }
-        syncSoon(Self.journalName)
+        syncSoon()
     }
 
     /// The journal, open for appending.
@@ -387,10 +388,10 @@ final class NotificationStore: Sendable {
 
     // MARK: Flushing
 
-    /// Flushes `name` (and the folder) to the disk within a second.
-    private func syncSoon(_ name: String) {
+    /// Flushes the journal and the folder to the disk within a second.
+    private func syncSoon() {
         pending.withLock { pending in
-            pending.names.insert(name)
+            pending.journal = true
             guard pending.flush == nil else { return }
             pending.flush = Task { [weak self] in
                 try? await Task.sleep(for: .seconds(0.5))
@@ -401,16 +402,16 @@ final class NotificationStore: Sendable {
 
     /// Flushes what was written since the last flush.
     func flush() {
-        let (names, files) = pending.withLock { pending -> (Set<String>, Set<String>) in
-            defer { pending = ([], [], nil) }
-            return (pending.names, pending.files)
+        let (journalWritten, files) = pending.withLock { pending -> (Bool, Set<String>) in
+            defer { pending = (false, [], nil) }
+            return (pending.journal, pending.files)
         }
         for path in files {
             // A picture is gone already where its notification went.
             try? FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW).sync()
         }
         if files.contains(where: { $0.hasPrefix(imageFolder + "/") }) { DurableFile.syncFolder(imageFolder) }
-        guard !names.isEmpty else { return }
+        guard journalWritten else { return }
         if let file = journal.withLock({ $0.file }) { try? file.sync() }
         DurableFile.syncFolder(folder)
     }
