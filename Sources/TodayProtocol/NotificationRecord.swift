@@ -249,6 +249,11 @@ struct FieldWriter {
     mutating func text(_ tag: some RawRepresentable<UInt8>, _ text: String) {
         let utf8 = text.utf8
         header(tag, utf8.count)
+        // Counting needs only the length, which a string knows.
+        guard buffer != nil else {
+            count += utf8.count
+            return
+        }
         let written: Void? = utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
         // A string bridged from elsewhere may not be contiguous UTF-8.
         if written == nil { put(Array(utf8)) }
