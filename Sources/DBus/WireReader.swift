@@ -55,17 +55,28 @@ struct WireReader {
     /// `read` over a reader at the start of `message`'s body, while the
     /// body's bytes are held; nil where the body is libdbus's to read.
     static func reading<T>(_ message: OpaquePointer, _ read: (inout WireReader) throws -> T) throws -> T? {
+        var (bytes, reader) = try marshalled(message)
+        defer { dbus_free(bytes) }
+        do {
+            return try read(&reader)
+        } catch is CarriesDescriptors {
+            return nil
+        }
+    }
+
+    /// `message`'s bytes as libdbus marshals them, the caller's to free
+    /// with `dbus_free`, and a reader at the start of its body over them.
+    static func marshalled(_ message: OpaquePointer) throws -> (bytes: UnsafeMutablePointer<CChar>, reader: WireReader) {
         var marshalled: UnsafeMutablePointer<CChar>?
         var count: Int32 = 0
         guard dbus_message_marshal(message, &marshalled, &count) != 0, let marshalled else {
             throw DBusError(.noMemory, "out of memory reading a message")
         }
-        defer { dbus_free(marshalled) }
-        var reader = try WireReader(message: UnsafeRawBufferPointer(start: marshalled, count: Int(count)))
         do {
-            return try read(&reader)
-        } catch is CarriesDescriptors {
-            return nil
+            return (marshalled, try WireReader(message: UnsafeRawBufferPointer(start: marshalled, count: Int(count))))
+        } catch {
+            dbus_free(marshalled)
+            throw error
         }
     }
 
@@ -310,18 +321,7 @@ public struct CallArguments: ~Copyable {
             values = call.message.body
             return
         }
-        var bytes: UnsafeMutablePointer<CChar>?
-        var count: Int32 = 0
-        guard dbus_message_marshal(call.handle.pointer, &bytes, &count) != 0, let bytes else {
-            throw DBusError(.noMemory, "out of memory reading a message")
-        }
-        let wire: WireReader
-        do {
-            wire = try WireReader(message: UnsafeRawBufferPointer(start: bytes, count: Int(count)))
-        } catch {
-            dbus_free(bytes)
-            throw error
-        }
+        let (bytes, wire) = try WireReader.marshalled(call.handle.pointer)
         self.call = call
         marshalled = bytes
         reader = ArgumentReader(wire: wire)

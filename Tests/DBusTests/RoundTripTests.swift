@@ -70,6 +70,72 @@ import Testing
         }
     }
 
+    /// A method declared with Swift types reads its arguments from the
+    /// message's bytes as those types; the handler sees what was sent, and
+    /// `arguments` gives it as `Value`s. A variant carrying a descriptor
+    /// sends the call through libdbus's iterators, which hand it over.
+    @Test func typedArgumentsAreReadFromTheWire() async throws {
+        let declared = MethodDeclaration(
+            MemberName("Take"), in: ("text", String.self), ("number", UInt32.self), ("signed", Int32.self), ("list", [String].self),
+            ("flag", Bool.self), ("inside", Variant.self), ("options", VariantDictionary.self), out: [Argument("seen", "av")])
+        let interface = Interface(InterfaceName("org.example.Typed1"), methods: [declared])
+        let exported = ExportedInterface(
+            interface,
+            bindings: [
+                declared.immediate { call, text, number, signed, list, flag, inside, options in
+                    let seen: [Value] = [
+                        .string(text), .uint32(number), .int32(signed), .strings(list), .boolean(flag), inside.value, options.value,
+                    ]
+                    // Read again through libdbus, a descriptor is a new one.
+                    if case .unixFD = inside.value {} else {
+                        #expect(call.arguments == [
+                            .string(text), .uint32(number), .int32(signed), .strings(list), .boolean(flag), .variant(inside.value), options.value,
+                        ])
+                    }
+                    return [.array(.variant, seen.map { .variant($0) })]
+                }
+            ])
+        try await withPrivateBus { bus, server in
+            server.objects.export(TestObject.path, [exported])
+            let client = try bus.connect()
+            defer { client.close() }
+            let destination = try #require(BusName(rawValue: server.uniqueName))
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            let writer = UnixFileDescriptor(owning: fds[1])
+            let reader = UnixFileDescriptor(owning: fds[0])
+            let sent: [[Value]] = [
+                [
+                    .string("héllo wörld ✓ 日本語 🙂"), .uint32(.max), .int32(.min), .strings(["", "b", String(repeating: "x", count: 70_000)]),
+                    .boolean(true), .variant(.structure([.int32(1), .string("s")])), .vardict([("a", .int32(1)), ("b", .strings([]))]),
+                ],
+                [.string(""), .uint32(0), .int32(-1), .strings([]), .boolean(false), .variant(.bytes(Data())), .vardict([])],
+                [.string("fd"), .uint32(1), .int32(1), .strings(["a"]), .boolean(true), .variant(.unixFD(writer)), .vardict([])],
+            ]
+            for arguments in sent {
+                let reply = try await client.call(
+                    destination, path: TestObject.path, interface: interface.name, member: MemberName("Take"), arguments)
+                guard case .array(.variant, let seen)? = reply.body.first else {
+                    Issue.record("no answer: \(reply.body)")
+                    continue
+                }
+                let unwrapped = seen.map(\.unwrapped)
+                if case .variant(.unixFD)? = arguments.dropFirst(5).first {
+                    #expect(unwrapped.prefix(5) == arguments.prefix(5))
+                    guard case .unixFD(let received)? = unwrapped.dropFirst(5).first else {
+                        Issue.record("no descriptor came through: \(unwrapped)")
+                        continue
+                    }
+                    #expect(write(received.rawValue, "x", 1) == 1)
+                    var byte: UInt8 = 0
+                    #expect(read(reader.rawValue, &byte, 1) == 1 && byte == UInt8(ascii: "x"))
+                } else {
+                    #expect(unwrapped == arguments.map(\.unwrapped))
+                }
+            }
+        }
+    }
+
     @Test func badValuesAreRefusedBeforeSending() async throws {
         #expect(ObjectPath(rawValue: "no/slash") == nil)
         #expect(ObjectPath(rawValue: "/trailing/") == nil)
