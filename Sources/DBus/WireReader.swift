@@ -17,7 +17,7 @@ struct WireReader {
     private let bytes: UnsafeRawBufferPointer
     private let bigEndian: Bool
     /// The next byte to read. Alignment counts from the message's start.
-    private(set) var offset: Int
+    private var offset: Int
     /// Where the body ends.
     private var end: Int
 
@@ -104,7 +104,7 @@ struct WireReader {
         end = bodyStart + bodyLength
     }
 
-    static func malformed(_ what: String) -> DBusError {
+    private static func malformed(_ what: String) -> DBusError {
         .invalidArgs("a message \(what)")
     }
 
@@ -150,10 +150,7 @@ struct WireReader {
                 offset = stop
                 return .bytes(Data(UnsafeRawBufferPointer(rebasing: bytes[start..<stop])))
             }
-            var values: [Value] = []
-            while offset < stop { values.append(try read(element)) }
-            guard offset == stop else { throw Self.malformed("whose array ends inside an element") }
-            return .array(element, values)
+            return .array(element, try elements(upTo: stop) { try $0.read(element) })
         case .dictionary(let key, let value):
             let (_, stop) = try arrayBounds(.structure([key, value]))
             var entries: [DictionaryEntry] = []
@@ -197,6 +194,15 @@ struct WireReader {
         case .structure(let fields): fields.contains(where: carriesDescriptors)
         default: false
         }
+    }
+
+    /// An array's elements, each read by `element`, from here to `stop`
+    /// (its end, from `arrayBounds`).
+    mutating func elements<T>(upTo stop: Int, _ element: (inout WireReader) throws -> T) throws -> [T] {
+        var elements: [T] = []
+        while offset < stop { elements.append(try element(&self)) }
+        guard offset == stop else { throw Self.malformed("whose array ends inside an element") }
+        return elements
     }
 
     /// Reads an array's length and the padding to its first element; the
@@ -292,10 +298,7 @@ public struct ArgumentReader {
     /// An `as`.
     public mutating func strings() throws -> [String] {
         let (_, stop) = try wire.arrayBounds(.string)
-        var strings: [String] = []
-        while wire.offset < stop { strings.append(try wire.readString()) }
-        guard wire.offset == stop else { throw WireReader.malformed("whose array ends inside an element") }
-        return strings
+        return try wire.elements(upTo: stop) { try $0.readString() }
     }
 }
 

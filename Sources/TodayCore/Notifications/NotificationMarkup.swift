@@ -86,8 +86,8 @@ enum NotificationMarkup {
     /// hold (`isRefused`): one look at each byte of its UTF-8. Every refused
     /// character is ASCII but U+FFFE and U+FFFF (EF BF BE, EF BF BF).
     static func isMarkupOrRefused(_ text: String) -> Bool {
-        let bytes = text.utf8
-        let found = bytes.withContiguousStorageIfAvailable { utf8 in
+        var text = text
+        return text.withUTF8 { utf8 in
             for (index, byte) in utf8.enumerated() {
                 switch byte {
                 case UInt8(ascii: "<"), UInt8(ascii: "&"), UInt8(ascii: ">"): return true
@@ -99,9 +99,6 @@ enum NotificationMarkup {
             }
             return false
         }
-        if let found { return found }
-        return bytes.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ">") })
-            || text.unicodeScalars.contains(where: isRefused)
     }
 
     /// Characters that markup cannot hold (XML 1.0, which GTK's markup
