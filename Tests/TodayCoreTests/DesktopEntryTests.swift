@@ -142,7 +142,7 @@ import Testing
         try tree.list("data/applications/b-missing.desktop", "[Desktop Entry]\nType=Application\nName=M\nExec=/nonexistent/program %u\nMimeType=x-scheme-handler/demo;\n")
         try tree.list("data/applications/vendor/org.example.Sub.desktop", "[Desktop Entry]\nType=Application\nName=S\nDBusActivatable=true\nExec=/bin/true %u\nMimeType=x-scheme-handler/demo;\n")
         let cache = MimeIndexCache(configuration: MimeApps(environment: tree.environment))
-        let watcher = try #require(BundleWatcher(folders: [tree.root.path + "/no-bundles"]) {})
+        let watcher = try BundleWatcher(folders: [tree.root.path + "/no-bundles"]) {}
         defer { watcher.stop() }
         cache.follow(watcher)
         let mime = cache.configuration

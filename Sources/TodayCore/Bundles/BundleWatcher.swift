@@ -38,18 +38,33 @@ public final class BundleWatcher: Sendable {
     /// yet to take.
     private let reading = Mutex((buffer: [UInt8](repeating: 0, count: 64 * 1024), bundlesPending: false))
 
-    /// Starts watching; nil (and nothing watched) where inotify is unavailable.
-    public init?(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) {
-        guard let events = try? FileDescriptor.fileEvents() else { return nil }
-        self.events = events
+    /// Starts watching. Throws, with nothing watched, where inotify or the
+    /// watcher's thread is unavailable; `explain` says why to a user.
+    public init(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) throws(Errno) {
+        self.events = try FileDescriptor.fileEvents()
         self.folders = folders
         self.settle = settle
         self.changed = changed
         rearm()
-        do {
-            try Threads.detach { [self] in loop() }
-        } catch {
-            return nil
+        try Threads.detach { [self] in loop() }
+    }
+
+    /// Why a watcher could not start, and what to do, for the log.
+    /// inotify_init1's EMFILE is either limit on a user's inotify
+    /// instances (128 by default, shared with editors, file managers and
+    /// sync clients) or on the process's open files.
+    public static func explain(_ error: Errno) -> String {
+        switch error.code {
+        case EMFILE:
+            let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_instances", encoding: .utf8))
+                .flatMap { $0.split(whereSeparator: \.isWhitespace).first.map(String.init) }
+            return "no inotify instance is left: this user's are all in use (fs.inotify.max_user_instances is \(limit ?? "unknown"); "
+                + "raise it, e.g. `sysctl fs.inotify.max_user_instances=512`) or todayd's open files are at their limit (`ulimit -n`); "
+                + "restart todayd after"
+        case ENFILE:
+            return "the system's open files are at their limit (fs.file-max); close some programs and restart todayd"
+        default:
+            return "inotify: \(error)"
         }
     }
 

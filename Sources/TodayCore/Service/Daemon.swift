@@ -189,13 +189,19 @@ public enum Daemon {
         let (events, continuation) = AsyncStream<DaemonEvent>.makeStream()
         // Watching starts before the first scan, so that a bundle installed
         // while todayd starts is seen either by the scan or by the watcher.
-        let watcher = BundleWatcher(folders: directories.bundleFolders) { continuation.yield(.bundlesChanged) }
+        let watcher: BundleWatcher?
+        do {
+            watcher = try BundleWatcher(folders: directories.bundleFolders) { continuation.yield(.bundlesChanged) }
+        } catch {
+            watcher = nil
+            log.warning(
+                "cannot watch the bundle folders: \(BundleWatcher.explain(error)). Until todayd restarts, bundles installed or removed need "
+                    + "`todayctl reload` or SIGHUP, and notifications.plist and the widget layout are read only at start")
+        }
         if let watcher {
             service.mimeIndex.follow(watcher)
             service.notifications?.follow(watcher)
             service.widgets.follow(watcher)
-        } else {
-            log.warning("cannot watch the bundle folders (inotify): changes need `todayctl reload` or SIGHUP")
         }
         service.reload()
         let names: NameOwnership
