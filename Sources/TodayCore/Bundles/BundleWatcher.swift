@@ -12,6 +12,10 @@ public final class BundleWatcher: Sendable {
     private let folders: [String]
     private let settle: Duration
     private let changed: @Sendable () -> Void
+    /// Told, once until it is watched again, of a folder that cannot be
+    /// watched for a reason the user can act on (the watch limit).
+    private let unwatched: @Sendable (String) -> Void
+    private let reported = Mutex<Set<String>>([])
     /// The inotify instance, owned here: closed when the watcher goes,
     /// never under a `watchAlso` that comes after `stop()`.
     private let events: FileDescriptor
@@ -40,10 +44,16 @@ public final class BundleWatcher: Sendable {
 
     /// Starts watching. Throws, with nothing watched, where inotify or the
     /// watcher's thread is unavailable; `explain` says why to a user.
-    public init(folders: [String], settle: Duration = .milliseconds(200), changed: @escaping @Sendable () -> Void) throws(Errno) {
+    /// `unwatched` hears of each folder that cannot be watched, other than
+    /// one removed meanwhile, with why and what to do.
+    public init(
+        folders: [String], settle: Duration = .milliseconds(200), unwatched: @escaping @Sendable (String) -> Void = { _ in },
+        changed: @escaping @Sendable () -> Void
+    ) throws(Errno) {
         self.events = try FileDescriptor.fileEvents()
         self.folders = folders
         self.settle = settle
+        self.unwatched = unwatched
         self.changed = changed
         rearm()
         try Threads.detach { [self] in loop() }
@@ -68,6 +78,37 @@ public final class BundleWatcher: Sendable {
         }
     }
 
+    /// Why `path` could not be watched, for the log; nil where it was
+    /// removed or replaced by a file meanwhile, which the next rescan
+    /// sees. ENOSPC from inotify_add_watch is the per-user limit on
+    /// watches, shared with every other program that watches folders.
+    static func explainUnwatched(_ path: String, _ error: Errno) -> String? {
+        switch error.code {
+        case ENOENT, ENOTDIR:
+            return nil
+        case ENOSPC:
+            let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8))
+                .flatMap { $0.split(whereSeparator: \.isWhitespace).first.map(String.init) }
+            return "cannot watch \(path): this user's inotify watches are all in use (fs.inotify.max_user_watches is \(limit ?? "unknown"); "
+                + "raise it, e.g. `sysctl fs.inotify.max_user_watches=524288`); changes there are not seen until todayd restarts"
+        default:
+            return "cannot watch \(path): \(error); changes there are not seen until todayd restarts"
+        }
+    }
+
+    /// Watches `path` on the instance: its watch's number, or nil where it
+    /// cannot be watched (reported once until it is watched again).
+    private func watch(_ path: String, mask: UInt32) -> Int32? {
+        do {
+            let descriptor = try events.addWatch(path, mask: mask)
+            reported.withLock { _ = $0.remove(path) }
+            return descriptor
+        } catch {
+            if let problem = Self.explainUnwatched(path, error), reported.withLock({ $0.insert(path).inserted }) { unwatched(problem) }
+            return nil
+        }
+    }
+
     /// Watches `folders` too (or, for a missing one, its nearest existing
     /// parent) for the client `client`, in place of those it gave before,
     /// and calls `changed` on the watcher's thread as soon as something in
@@ -89,7 +130,7 @@ public final class BundleWatcher: Sendable {
             }
             others.watches = [:]
             for path in all {
-                if let descriptor = try? events.addWatch(path, mask: mask) { others.watches[descriptor] = path }
+                if let descriptor = watch(path, mask: mask) { others.watches[descriptor] = path }
             }
         }
     }
@@ -161,7 +202,7 @@ public final class BundleWatcher: Sendable {
                 watches[descriptor] = nil
             }
             for path in wanted.subtracting(current) {
-                if let descriptor = try? events.addWatch(path, mask: mask) { watches[descriptor] = path }
+                if let descriptor = watch(path, mask: mask) { watches[descriptor] = path }
             }
         }
     }

@@ -191,7 +191,9 @@ public enum Daemon {
         // while todayd starts is seen either by the scan or by the watcher.
         let watcher: BundleWatcher?
         do {
-            watcher = try BundleWatcher(folders: directories.bundleFolders) { continuation.yield(.bundlesChanged) }
+            watcher = try BundleWatcher(folders: directories.bundleFolders, unwatched: { log.warning($0) }) {
+                continuation.yield(.bundlesChanged)
+            }
         } catch {
             watcher = nil
             log.warning(
