@@ -96,6 +96,9 @@ public final class ExportedInterface: Sendable {
         /// Properties changed by `setUnannounced` whose PropertiesChanged
         /// has not gone yet, in the order they first changed.
         var unannounced: [String] = []
+        /// The signals of fixed-width arguments sent to everyone, by name,
+        /// as stencils of the first one sent from the current path.
+        var stencils: [String: MessageStencil] = [:]
 
         /// Where the object is exported, while it is.
         var target: (Connection, ObjectPath)? {
@@ -308,15 +311,32 @@ public final class ExportedInterface: Sendable {
         guard arguments.count == signal.arguments.count, zip(arguments, signal.arguments).allSatisfy({ $0.type == $1.type }) else {
             throw DBusError.invalidArgs("signal \(name) takes \(signal.arguments.map(\.type.signature).joined())")
         }
-        let target = state.withLock { state in (state.connection, state.path) }
+        // A signal of numbers to everyone is a copy of the first one's
+        // stencil with its numbers written in (`MessageStencil`).
+        let stenciled = destination == nil && !arguments.isEmpty && arguments.allSatisfy { $0.fixedBits != nil }
+        let target = state.withLock { state in (state.connection, state.path, stenciled ? state.stencils[name] : nil) }
         guard let connection = target.0, let path = target.1 else { return }
-        try connection.emit(path: path, interface: interface.name, member: signal.name, arguments, to: destination)
+        if let stencil = target.2, let message = stencil.copy(arguments) {
+            connection.send(message)
+            return
+        }
+        let message = try MessageHandle.signal(path: path, interface: interface.name, member: signal.name, arguments)
+        if let destination { message.setDestination(destination.rawValue) }
+        if stenciled, let layout = MessageLayout.current,
+            let stencil = MessageStencil(copying: message.pointer, layout: layout, types: arguments.map(\.type))
+        {
+            state.withLock { state in
+                if state.path == path { state.stencils[name] = stencil }
+            }
+        }
+        connection.send(message)
     }
 
     func attach(to connection: Connection, at path: ObjectPath) {
         state.withLock { state in
             state.connection = connection
             state.path = path
+            state.stencils = [:]
         }
     }
 
@@ -324,6 +344,7 @@ public final class ExportedInterface: Sendable {
         state.withLock { state in
             state.connection = nil
             state.path = nil
+            state.stencils = [:]
         }
     }
 }

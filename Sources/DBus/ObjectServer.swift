@@ -5,6 +5,8 @@ import Synchronization
 /// them. Every call gets a reply: a result, or an error with its standard name.
 public final class ObjectServer: Sendable {
     private let state = Mutex(State())
+    /// Reply stencils by caller (`makeReply`).
+    fileprivate let replyStencils = Mutex<[String: MessageStencil]>([:])
 
     private struct State {
         weak var connection: Connection?
@@ -371,14 +373,46 @@ public final class ObjectServer: Sendable {
                     throw DBusError.failed("the service answered with '\(actual)' where '\(expected)' is declared")
                 }
             }
-            let reply = try MessageHandle.methodReturn(to: call)
-            try reply.append(values)
-            connection.send(reply)
+            connection.send(try makeReply(to: call, values))
         } catch {
             let dbusError = (error as? any DBusErrorConvertible)?.dbusError ?? DBusError.failed("\(error)")
             guard let reply = try? MessageHandle.error(to: call, dbusError) else { return }
             connection.send(reply)
         }
+    }
+}
+
+extension ObjectServer {
+    /// How many callers' reply stencils are kept; beyond it they are
+    /// dropped and made again as callers call.
+    static let stencilsKept = 256
+
+    /// The reply to `call` carrying `values`: where all are numbers, a
+    /// copy of the stencil kept for its caller (`MessageStencil`), made
+    /// from the first such reply to it; else built.
+    fileprivate func makeReply(to call: MessageHandle, _ values: [Value]) throws -> MessageHandle {
+        guard let layout = MessageLayout.current, !values.isEmpty, values.allSatisfy({ $0.fixedBits != nil }),
+            let sender = dbus_message_get_sender(call.pointer)
+        else {
+            let reply = try MessageHandle.methodReturn(to: call)
+            try reply.append(values)
+            return reply
+        }
+        let caller = String(cString: sender)
+        if let stencil = replyStencils.withLock({ $0[caller] }), stencil.types.count == values.count,
+            let reply = stencil.copy(replyingTo: dbus_message_get_serial(call.pointer), values)
+        {
+            return reply
+        }
+        let reply = try MessageHandle.methodReturn(to: call)
+        try reply.append(values)
+        if let stencil = MessageStencil(copying: reply.pointer, layout: layout, types: values.map(\.type)) {
+            replyStencils.withLock { stencils in
+                if stencils.count >= Self.stencilsKept { stencils.removeAll() }
+                stencils[caller] = stencil
+            }
+        }
+        return reply
     }
 }
 

@@ -17,6 +17,7 @@ enum TestObject {
             Method(MemberName("Fail"), in: [Argument("how", "s")]),
             Method(MemberName("SetGreeting"), in: [Argument("greeting", "s")]),
             Method(MemberName("Shout"), in: [Argument("to", "s")]),
+            Method(MemberName("Count"), in: [Argument("n", "u")]),
         ],
         properties: [
             Property("Greeting", "s"),
@@ -24,7 +25,10 @@ enum TestObject {
             Property("Serial", "s", changeSignal: .const),
             Property("Blob", "ay", changeSignal: .invalidates),
         ],
-        signals: [Signal(MemberName("Shouted"), [Argument("text", "s")])])
+        signals: [
+            Signal(MemberName("Shouted"), [Argument("text", "s")]),
+            Signal(MemberName("Counted"), [Argument("n", "u"), Argument("odd", "b"), Argument("half", "d"), Argument("low", "y")]),
+        ])
 
     struct Refused: DBusErrorConvertible {
         var dbusError: DBusError { DBusError(ErrorName("org.example.Test1.Error.Refused"), "refused, as asked") }
@@ -56,6 +60,11 @@ enum TestObject {
                 },
                 "SetGreeting": { call in
                     holder.value?.set("Greeting", call.arguments[0])
+                    return []
+                },
+                "Count": { call in
+                    guard case .uint32(let n) = call.arguments[0] else { return [] }
+                    try holder.value?.emit("Counted", [.uint32(n), .boolean(n % 2 == 1), .double(Double(n) / 2), .byte(UInt8(truncatingIfNeeded: n))])
                     return []
                 },
                 "Shout": { call in
