@@ -13,10 +13,12 @@ import Glibc
 /// carry file descriptors (`h`) are left to the iterators, which hand
 /// out duplicates of the descriptors the message holds.
 struct WireReader {
-    /// The message as D-Bus marshals it: fixed header, fields, body.
+    /// The message as D-Bus marshals it (fixed header, fields, body), or
+    /// its body alone.
     private let bytes: UnsafeRawBufferPointer
     private let bigEndian: Bool
-    /// The next byte to read. Alignment counts from the message's start.
+    /// The next byte to read. Alignment counts from the start of `bytes`,
+    /// the message's or its body's.
     private var offset: Int
     /// Where the body ends.
     private var end: Int
@@ -55,8 +57,8 @@ struct WireReader {
     /// `read` over a reader at the start of `message`'s body, while the
     /// body's bytes are held; nil where the body is libdbus's to read.
     static func reading<T>(_ message: OpaquePointer, _ read: (inout WireReader) throws -> T) throws -> T? {
-        var (bytes, reader) = try marshalled(message)
-        defer { dbus_free(bytes) }
+        var (copy, reader) = try bodyReader(message)
+        defer { if let copy { dbus_free(copy) } }
         do {
             return try read(&reader)
         } catch is CarriesDescriptors {
@@ -64,9 +66,16 @@ struct WireReader {
         }
     }
 
-    /// `message`'s bytes as libdbus marshals them, the caller's to free
-    /// with `dbus_free`, and a reader at the start of its body over them.
-    static func marshalled(_ message: OpaquePointer) throws -> (bytes: UnsafeMutablePointer<CChar>, reader: WireReader) {
+    /// A reader at the start of `message`'s body: over libdbus's own bytes
+    /// where their place is known (`MessageLayout`), else over a copy as
+    /// libdbus marshals it, which the caller frees with `dbus_free`
+    /// (`copy`, nil for the first). `message` must outlive the reader.
+    static func bodyReader(_ message: OpaquePointer) throws -> (copy: UnsafeMutablePointer<CChar>?, reader: WireReader) {
+        if let layout = MessageLayout.current, let order = layout.headerBytes(message).first,
+            order == UInt8(ascii: "l") || order == UInt8(ascii: "B")
+        {
+            return (nil, WireReader(body: UnsafeRawBufferPointer(layout.bodyBytes(message)), bigEndian: order == UInt8(ascii: "B")))
+        }
         var marshalled: UnsafeMutablePointer<CChar>?
         var count: Int32 = 0
         guard dbus_message_marshal(message, &marshalled, &count) != 0, let marshalled else {
@@ -78,6 +87,15 @@ struct WireReader {
             dbus_free(marshalled)
             throw error
         }
+    }
+
+    /// A reader over a body's bytes, which begin at a multiple of 8 in
+    /// their message, as the specification lays them out.
+    init(body: UnsafeRawBufferPointer, bigEndian: Bool) {
+        bytes = body
+        self.bigEndian = bigEndian
+        offset = 0
+        end = body.count
     }
 
     /// A reader at the start of `message`'s body.
@@ -310,7 +328,8 @@ public struct ArgumentReader {
 /// which only libdbus's iterators can hand out.
 public struct CallArguments: ~Copyable {
     private let call: MethodCall
-    /// The message's bytes, ours to free, and a reader over its body.
+    /// A copy of the message's bytes, ours to free, where the reader is
+    /// not over libdbus's own (`WireReader.bodyReader`).
     private let marshalled: UnsafeMutablePointer<CChar>?
     private var reader: ArgumentReader?
     private var values: [Value]?
@@ -324,9 +343,9 @@ public struct CallArguments: ~Copyable {
             values = call.message.body
             return
         }
-        let (bytes, wire) = try WireReader.marshalled(call.handle.pointer)
+        let (copy, wire) = try WireReader.bodyReader(call.handle.pointer)
         self.call = call
-        marshalled = bytes
+        marshalled = copy
         reader = ArgumentReader(wire: wire)
     }
 
