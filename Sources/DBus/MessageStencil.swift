@@ -193,17 +193,17 @@ final class MessageStencil: @unchecked Sendable {
             guard value.type == types[index], let bits = value.fixedBits else { return nil }
             let (offset, width) = slots[index]
             guard offset + width <= body.count else { return nil }
-            write(bits, width: width, to: body, at: offset)
+            put(bits, width: width, into: body, at: offset)
         }
         if let serial, let replySerial {
             let header = layout.headerBytes(pointer)
             guard replySerial + 4 <= header.count else { return nil }
-            write(UInt64(serial), width: 4, to: header, at: replySerial)
+            put(UInt64(serial), width: 4, into: header, at: replySerial)
         }
         return message
     }
 
-    private func write(_ bits: UInt64, width: Int, to bytes: UnsafeMutableRawBufferPointer, at offset: Int) {
+    private func put(_ bits: UInt64, width: Int, into bytes: UnsafeMutableRawBufferPointer, at offset: Int) {
         switch width {
         case 1: bytes.storeBytes(of: UInt8(truncatingIfNeeded: bits), toByteOffset: offset, as: UInt8.self)
         case 2:
