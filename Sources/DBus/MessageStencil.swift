@@ -257,10 +257,7 @@ extension DBusType {
     /// its alignment; nil for the others.
     var fixedWidth: Int? {
         switch self {
-        case .byte: 1
-        case .int16, .uint16: 2
-        case .boolean, .int32, .uint32: 4
-        case .int64, .uint64, .double: 8
+        case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double: alignment
         default: nil
         }
     }

@@ -9,16 +9,6 @@ import Testing
 /// messages libdbus itself builds, byte for byte, and they reach the right
 /// callers and listeners through a real bus.
 @Suite struct MessageStencilTests {
-    /// The message's bytes as libdbus marshals them, with serial 1.
-    static func wire(_ message: MessageHandle) throws -> Data {
-        dbus_message_set_serial(message.pointer, 1)
-        var bytes: UnsafeMutablePointer<CChar>?
-        var count: Int32 = 0
-        guard dbus_message_marshal(message.pointer, &bytes, &count) != 0, let bytes else { throw DBusError(.noMemory, "marshal") }
-        defer { dbus_free(bytes) }
-        return Data(bytes: bytes, count: Int(count))
-    }
-
     /// A reply built through libdbus's API, to a caller `sender`.
     static func built(_ values: [Value], replyingTo serial: UInt32, from sender: String) throws -> MessageHandle {
         let call = try MessageHandle.methodCall(destination: "org.example", path: ObjectPath("/"), interface: nil, member: MemberName("M"))
@@ -48,8 +38,8 @@ import Testing
         let stencil = try #require(MessageStencil(copying: first.pointer, layout: layout, types: values.map(\.type)))
         for serial: UInt32 in [1, 0xFFFF_FFFF, 40_000] {
             let copy = try #require(stencil.copy(replyingTo: serial, values))
-            let expected = try Self.wire(try Self.built(values, replyingTo: serial, from: ":1.77"))
-            let copied = try Self.wire(copy)
+            let expected = try Self.built(values, replyingTo: serial, from: ":1.77").marshalled()
+            let copied = try copy.marshalled()
             #expect(copied == expected)
             let read = try copy.decodeBody()
             #expect(read == values)
@@ -69,8 +59,8 @@ import Testing
         for (id, reason) in [(UInt32(2), UInt32(1)), (77_000, 3), (.max, 2)] {
             let copy = try #require(stencil.copy([.uint32(id), .uint32(reason)]))
             let built = try MessageHandle.signal(path: path, interface: interface, member: member, [.uint32(id), .uint32(reason)])
-            let copied = try Self.wire(copy)
-            let expected = try Self.wire(built)
+            let copied = try copy.marshalled()
+            let expected = try built.marshalled()
             #expect(copied == expected)
         }
     }

@@ -35,12 +35,7 @@ import Testing
         let message = try MessageHandle.signal(
             path: ObjectPath("/io/github/todayd/Value"), interface: InterfaceName("io.github.todayd.Value"), member: MemberName("V"))
         try message.append([value])
-        dbus_message_set_serial(message.pointer, 1)
-        var bytes: UnsafeMutablePointer<CChar>?
-        var count: Int32 = 0
-        guard dbus_message_marshal(message.pointer, &bytes, &count) != 0, let bytes else { throw DBusError(.noMemory, "marshal") }
-        defer { dbus_free(bytes) }
-        return Data(bytes: bytes, count: Int(count))
+        return try message.marshalled()
     }
 
     @Test(arguments: values) func theBytesAreLibdbussAndReadBack(_ value: Value) throws {
@@ -53,5 +48,17 @@ import Testing
         #expect(throws: DBusError.self) { try Value.string("a\0b").wireBytes() }
         #expect(throws: DBusError.self) { try Value.array(.string, [.uint32(1)]).wireBytes() }
         #expect(throws: DBusError.self) { try Value.structure([]).wireBytes() }
+    }
+}
+
+extension MessageHandle {
+    /// The message's bytes as libdbus marshals them, with serial 1.
+    func marshalled() throws -> Data {
+        dbus_message_set_serial(pointer, 1)
+        var bytes: UnsafeMutablePointer<CChar>?
+        var count: Int32 = 0
+        guard dbus_message_marshal(pointer, &bytes, &count) != 0, let bytes else { throw DBusError(.noMemory, "marshal") }
+        defer { dbus_free(bytes) }
+        return Data(bytes: bytes, count: Int(count))
     }
 }
