@@ -80,7 +80,7 @@ public enum Today {
         public static let registerApp = MethodDeclaration(
             MemberName("RegisterApp"), in: ("bundle_id", BundleID.self),
             doc: "An unsandboxed caller says which installed bundle it is, once per connection.")
-        public static let reload = MethodDeclaration(MemberName("Reload"), doc: "Rescans the bundle folders now.")
+        public static let reload = MethodDeclaration(MemberName("Reload"), doc: "Rescans the bundle folders now, and reads notifications.plist and layout.plist again.")
         public static let reloadTimelines = MethodDeclaration(
             MemberName("ReloadTimelines"), in: ("widget_id", BundleID.self),
             doc: "WidgetCenter.reloadTimelines(ofKind:): updates that widget now. Caller: the widget or its container app.")

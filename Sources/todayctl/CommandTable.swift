@@ -73,6 +73,9 @@ let commands: [Command] = [
         summary: "the notification center: its list, dismissing and acting on notifications, Do Not Disturb, each app's policy",
         operands: [.words(["list", "dismiss", "clear", "invoke", "reply", "dnd", "policy", "watch"]), .free, .free]),
     Command(name: "watch", usage: "watch", summary: "print changes as they happen, until interrupted"),
+    Command(
+        name: "reload", usage: "reload",
+        summary: "rescan the bundle folders and read notifications.plist and layout.plist again (as SIGHUP does)"),
     Command(name: "layout", usage: "layout", summary: "what the Today view shows, in order: position, instance, name, family, settings"),
     Command(
         name: "add", usage: "add WIDGET [--set KEY=VALUE]… [--family small|medium|large] [--at N]",

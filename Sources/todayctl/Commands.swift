@@ -24,6 +24,7 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
         case "open", "resolve": try await openOrResolve(client, name, arguments, json: json)
         case "defaults": try await defaults(client, arguments, json: json)
         case "watch": try await watch(client, arguments, json: json)
+        case "reload": try await reload(client, arguments, json: json)
         case "timeline": try await timeline(client, arguments, json: json)
         case "action": try await action(client, arguments, json: json)
         case "bar": try await bar(client, arguments, json: json)
@@ -36,6 +37,19 @@ func run(_ name: String, _ arguments: [String], address: String?, json: Bool) as
         case "configure": try await configure(client, arguments, json: json)
         default: throw Failure.usage("unknown command '\(name)'")
         }
+    }
+}
+
+/// Reload(): todayd rescans its bundle folders and reads the user's
+/// notifications.plist and layout.plist again, as at SIGHUP.
+func reload(_ client: Client, _ arguments: [String], json: Bool) async throws {
+    guard arguments.isEmpty else { throw Failure.usage("reload takes no operands") }
+    try await client.center(Today.Center.reload)
+    let widgets = try await client.widgetIDs().count
+    if json {
+        Out.json(.dictionary(["reloaded": .boolean(true), "widgets": .unsigned(UInt64(widgets))]))
+    } else {
+        Out.line("rescanned the bundle folders (\(widgets) widget\(widgets == 1 ? "" : "s")); read notifications.plist and layout.plist again")
     }
 }
 

@@ -175,6 +175,49 @@ import TodayProtocol
         #expect(try await Self.todayctl(address, ["notifications"]).output == "no notifications\n")
     }
 
+    /// Settings kept by a dotfile manager: notifications.plist a symbolic
+    /// link into a folder of its own, whose changes the watcher cannot
+    /// see. `todayctl reload` and SIGHUP read it again; todayd's own
+    /// changes go through the link to the file it names, and the link stays.
+    @Test func reloadReadsTheSettingsBehindALinkAndTodaydWritesThroughIt() async throws {
+        let todayd = try await RestartableTodayd("reload-settings")
+        defer { todayd.remove() }
+        let dotfiles = todayd.home.appendingPathComponent("dotfiles")
+        let config = todayd.home.appendingPathComponent(".config/todayd")
+        try FileManager.default.createDirectory(at: dotfiles, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        let target = dotfiles.path + "/notifications.plist"
+        let link = config.path + "/notifications.plist"
+        func edit(doNotDisturb: Bool) throws {
+            try Plist.write(.dictionary(["DoNotDisturb": .boolean(doNotDisturb)]), format: .xml).write(to: URL(fileURLWithPath: target))
+        }
+        try edit(doNotDisturb: false)
+        #expect(symlink("../../dotfiles/notifications.plist", link) == 0)
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        #expect(try await Self.property(client, "DoNotDisturb") == .boolean(false))
+
+        try edit(doNotDisturb: true)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.property(client, "DoNotDisturb") == .boolean(false), "the watcher sees no change behind the link")
+        let reloaded = try await Self.todayctl(address, ["reload"])
+        #expect(reloaded.status == 0 && reloaded.output == "rescanned the bundle folders (0 widgets); read notifications.plist and layout.plist again\n", "\(reloaded)")
+        #expect(try await Self.property(client, "DoNotDisturb") == .boolean(true))
+
+        try edit(doNotDisturb: false)
+        #expect(kill(daemon.process.processIdentifier, SIGHUP) == 0)
+        #expect(try await eventually(5) { try await Self.property(client, "DoNotDisturb") == .boolean(false) })
+
+        #expect(try await Self.todayctl(address, ["notifications", "dnd", "on"]).status == 0)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "../../dotfiles/notifications.plist")
+        #expect(try Plist.read(contentsOf: target)["DoNotDisturb"] == .boolean(true))
+
+        let extra = try await Self.todayctl(address, ["reload", "now"])
+        #expect(extra.status == 2 && extra.error.contains("reload takes no operands"), "\(extra)")
+    }
+
     @Test func theBarModuleIsPushedAndOutlivesTodayd() async throws {
         let todayd = try await RestartableTodayd("notification-bar")
         defer { todayd.remove() }

@@ -470,6 +470,39 @@ import TodayProtocol
         #expect(try await Self.layout(client) == [tokyo, kind])
     }
 
+    /// layout.plist a symbolic link into a dotfiles folder: edits there
+    /// are read at `todayctl reload`, and todayd's own changes reach the
+    /// file the link names.
+    @Test(.timeLimit(.minutes(1)))
+    func theLayoutBehindALink() async throws {
+        let (bundles, daemon, client) = try await Self.clockService()
+        defer { Self.stop(bundles, daemon, client) }
+        let tokyo = try await Self.add(client, [("zone", .string("Asia/Tokyo"))])
+        let kind = WidgetInstanceID(kind: Self.clock)
+        let link = daemon.home.path + "/.config/todayd/layout.plist"
+        let dotfiles = daemon.home.path + "/dotfiles"
+        let target = dotfiles + "/layout.plist"
+        try FileManager.default.createDirectory(atPath: dotfiles, withIntermediateDirectories: true)
+        #expect(rename(link, target) == 0)
+        #expect(symlink(target, link) == 0)
+        // The watcher sees the file go and the link come, and reads the
+        // layout through the link.
+        #expect(try await eventually(5) { try await Self.layout(client) == [kind, tokyo] })
+        try await Task.sleep(for: .milliseconds(300))
+
+        var stored = try Plist.read(contentsOf: target).dictionary ?? [:]
+        stored["Layout"] = .array([.string(tokyo.description), .string(kind.description)])
+        try Plist.write(.dictionary(stored), format: .xml).write(to: URL(fileURLWithPath: target))
+        let reloaded = try await NotificationCommandTests.todayctl(daemon.address, ["reload"])
+        #expect(reloaded.status == 0 && reloaded.output.hasPrefix("rescanned the bundle folders (1 widget);"), "\(reloaded)")
+        #expect(try await Self.layout(client) == [tokyo, kind])
+
+        let third = try await Self.add(client, [("zone", .string("Europe/Berlin"))])
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
+        let written = try Plist.read(contentsOf: target)["Layout"]?.array?.compactMap(\.string)
+        #expect(written == [tokyo.description, kind.description, third.description], "\(String(describing: written))")
+    }
+
     /// Budgets and back-off are each instance's: one whose settings make
     /// its provider fail is refused on request while it backs off, and the
     /// kind's other instances update as before.

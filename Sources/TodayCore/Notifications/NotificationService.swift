@@ -646,7 +646,7 @@ final class NotificationService: Sendable {
             var settings = book.withLock { $0.settings }
             try change(&settings)
             do {
-                try DurableFile.write(try Plist.write(.dictionary(settings.plist), format: .xml), to: settingsPath)
+                try DurableFile.write(try Plist.write(.dictionary(settings.plist), format: .xml), toUsersFile: settingsPath)
             } catch {
                 throw TodayError.storage("cannot keep the notification settings in \(settingsPath): \(error)")
             }
@@ -664,13 +664,17 @@ final class NotificationService: Sendable {
     func follow(_ watcher: BundleWatcher) {
         watcher.watchAlso([PathText.parent(of: settingsPath)], for: "notification-settings") { [weak self, weak watcher] in
             guard let self, let watcher else { return }
-            self.settingsFileChanged()
+            self.readSettingsAgain()
             // The folder may have just appeared: watch it from now on.
             self.follow(watcher)
         }
     }
 
-    private func settingsFileChanged() {
+    /// Reads notifications.plist again, and announces what changed: when
+    /// the watcher sees it change, and at a reload (SIGHUP, `todayctl
+    /// reload`), which also reaches a file the watcher cannot see change
+    /// (a symbolic link's target in another folder, no inotify).
+    func readSettingsAgain() {
         let changed = settingsFile.withLock { _ -> NotificationSettings? in
             guard let read = Self.readSettings(settingsPath, log: log) else { return nil }
             return book.withLock { book in

@@ -7,7 +7,7 @@ extension TodayService {
     /// bound to the part that answers it.
     static func centerObject(
         bundleFolders: [String], widgets: WidgetService, groups: GroupService, urls: URLService, catalog: CatalogService,
-        identities: Identities, log: Logger, notificationServer: String
+        identities: Identities, log: Logger, notificationServer: String, reload: @escaping @Sendable () -> Void
     ) -> ExportedInterface {
         typealias Center = Today.Center
         return ExportedInterface(
@@ -56,7 +56,7 @@ extension TodayService {
                     return []
                 },
                 Center.reload.task { _ in
-                    catalog.reload()
+                    reload()
                     return []
                 },
                 Center.reloadTimelines.deferred { call, answer, widget in

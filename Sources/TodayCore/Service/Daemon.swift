@@ -197,8 +197,8 @@ public enum Daemon {
         } catch {
             watcher = nil
             log.warning(
-                "cannot watch the bundle folders: \(BundleWatcher.explain(error)). Until todayd restarts, bundles installed or removed need "
-                    + "`todayctl reload` or SIGHUP, and notifications.plist and the widget layout are read only at start")
+                "cannot watch the bundle folders: \(BundleWatcher.explain(error)). Until todayd restarts, bundles installed or removed, "
+                    + "and changes to notifications.plist and the widget layout, are seen at `todayctl reload` or SIGHUP")
         }
         if let watcher {
             service.mimeIndex.follow(watcher)
@@ -254,8 +254,8 @@ public enum Daemon {
         loop: for await event in events {
             switch event {
             case .signal(SIGHUP):
-                log.info("SIGHUP: rescanning the bundle folders")
-                service.reload()
+                log.info("SIGHUP: rescanning the bundle folders, reading notifications.plist and the layout again")
+                service.reloadAll()
             case .bundlesChanged:
                 log.info("the bundle folders changed: rescanning")
                 service.reload()

@@ -57,7 +57,8 @@ public final class TodayService: Sendable {
             : nil
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,
-            log: log, notificationServer: serveNotifications ? "queued" : "off")
+            log: log, notificationServer: serveNotifications ? "queued" : "off",
+            reload: { [catalog, notifications, widgets] in Self.reloadAll(catalog: catalog, notifications: notifications, widgets: widgets) })
         widgets.layoutObserver.withLock { [center] observer in
             observer = { paths in center.set(Today.Center.layout.name, .objectPaths(paths)) }
         }
@@ -101,6 +102,21 @@ public final class TodayService: Sendable {
     /// Rescans the bundle folders and brings every part in step.
     public func reload() {
         catalog.reload()
+    }
+
+    /// What SIGHUP and `Reload()` (`todayctl reload`) do: the bundle
+    /// folders rescanned, and the user's notifications.plist and
+    /// layout.plist read again, which the watcher otherwise follows (it
+    /// cannot see a file change behind a symbolic link into another
+    /// folder, nor anything without inotify).
+    public func reloadAll() {
+        Self.reloadAll(catalog: catalog, notifications: notifications, widgets: widgets)
+    }
+
+    static func reloadAll(catalog: CatalogService, notifications: NotificationService?, widgets: WidgetService) {
+        catalog.reload()
+        notifications?.readSettingsAgain()
+        widgets.readLayoutAgain()
     }
 
     /// Widget ids sorted by display name, then id.

@@ -51,6 +51,39 @@ public enum DurableFile {
         try write(data, named: PathText.lastComponent(of: path), in: opened, path: path, sync: sync)
     }
 
+    /// Replaces the file the user keeps at `path` with `data`, durably, as
+    /// `write(_:to:)` does; where `path` is a symbolic link (a dotfile
+    /// manager's: stow, chezmoi, a dotfiles repository), the file it leads
+    /// to is the one replaced, beside it, so that the link stays and the
+    /// change reaches the file it names. A target that cannot be written
+    /// (a read-only store such as Nix's) is refused, not replaced by a
+    /// file of todayd's in its place.
+    public static func write(_ data: Data, toUsersFile path: String) throws {
+        try write(data, to: try linkEnd(of: path))
+    }
+
+    /// The file that `path` leads to through its symbolic links (only the
+    /// last component is followed, as open() follows it); `path` itself
+    /// where it is no link, or does not exist yet. A relative target is
+    /// read from the link's folder. At most 40 links, as the kernel
+    /// follows; more is refused.
+    static func linkEnd(of path: String) throws -> String {
+        var current = path
+        for _ in 0..<40 {
+            let target: String
+            do {
+                target = try Files.linkTarget(current)
+            } catch where error == Errno(EINVAL) || error == .noSuchFile {
+                // No link (EINVAL), or nothing there yet: written in place.
+                return current
+            } catch {
+                throw Failure(path: current, operation: "read the link", error: error)
+            }
+            current = target.hasPrefix("/") ? target : PathText.parent(of: current) + "/" + target
+        }
+        throw Failure(path: path, operation: "follow the links of", error: .tooManyLinks)
+    }
+
     /// Replaces the file `name` in the open folder `folder` with `data`,
     /// durably, without following a symlink; `path` names it in errors.
     public static func write(_ data: Data, named name: String, in folder: FileDescriptor, path: String, sync: Bool = true) throws {

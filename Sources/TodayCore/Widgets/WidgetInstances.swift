@@ -49,22 +49,33 @@ extension WidgetService {
     func follow(_ watcher: BundleWatcher) {
         watcher.watchAlso([PathText.parent(of: layoutStore.path)], for: "widget-layout") { [weak self, weak watcher] in
             guard let self, let watcher else { return }
-            self.layoutFileChanged()
+            self.readLayoutAgain()
             self.follow(watcher)
         }
     }
 
-    private func layoutFileChanged() {
+    /// Reads layout.plist again, unless it is the one todayd wrote last:
+    /// when the watcher sees it change, and at a reload (SIGHUP, `todayctl
+    /// reload`), which also reaches a file the watcher cannot see change.
+    func readLayoutAgain() {
         // Read under the lock its writes hold: what is read is never
         // older than the layout kept.
         let catalog = state.withLock { state -> BundleCatalog? in
-            if let written = state.writtenLayout, FileIdentity(of: layoutStore.path) == written { return nil }
+            // Looked at before it is read: a change while it is read is
+            // read again at its own event.
+            let seen = FileIdentity(of: layoutStore.path)
+            if let written = state.writtenLayout, seen == written { return nil }
             var unreadable = false
             let read = layoutStore.read { problem in
                 unreadable = unreadable || !problem.contains("left out")
                 log.warning(problem)
             }
-            guard !unreadable, state.layout != read else { return nil }
+            guard !unreadable else { return nil }
+            // What is kept is now the file's (or no file's): the file
+            // todayd wrote, moved away and brought back behind a link, is
+            // read again rather than taken for its own write.
+            state.writtenLayout = seen
+            guard state.layout != read else { return nil }
             state.layout = read
             return state.catalog
         }

@@ -180,6 +180,6 @@ struct LayoutStore: Sendable {
     }
 
     func save(_ layout: WidgetLayout) throws {
-        try DurableFile.write(try Plist.write(layout.plist, format: .xml), to: path)
+        try DurableFile.write(try Plist.write(layout.plist, format: .xml), toUsersFile: path)
     }
 }

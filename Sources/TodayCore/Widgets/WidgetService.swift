@@ -46,8 +46,10 @@ final class WidgetService: Sendable {
         var paths: [ObjectPath: WidgetInstanceID] = [:]
         /// The last Layout announced.
         var announcedLayout: [WidgetInstanceID]?
-        /// layout.plist as todayd last wrote it: a change of the file that
-        /// leaves it so is todayd's own, and is not read back.
+        /// layout.plist as it was when `layout` was last written to it or
+        /// read from it: a change of the file that leaves it so is
+        /// todayd's own, and is not read back. Nil where `layout` came from
+        /// no file (none there, or none yet).
         var writtenLayout: FileIdentity?
         /// The last scan of the bundle folders, which a layout read again
         /// from its file is laid over.
