@@ -35,6 +35,54 @@ import Testing
         }
     }
 
+    /// A user's file kept in a dotfiles folder, behind symbolic links: the
+    /// file they lead to is replaced and the links stay. Relative and
+    /// chained links are followed, a dangling one gets its file, a loop is
+    /// refused with what to look at, and a failure leaves the file as it was.
+    @Test func aUsersFileBehindLinksIsWrittenThroughThem() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let files = FileManager.default
+        try files.createDirectory(atPath: folder + "/config", withIntermediateDirectories: true)
+        try files.createDirectory(atPath: folder + "/dotfiles", withIntermediateDirectories: true)
+        let kept = folder + "/dotfiles/settings.plist"
+        try DurableFile.write(Data("old".utf8), to: kept)
+        #expect(symlink("../dotfiles/settings.plist", folder + "/config/middle.plist") == 0)
+        #expect(symlink("middle.plist", folder + "/config/settings.plist") == 0)
+
+        try DurableFile.write(Data("new".utf8), toUsersFile: folder + "/config/settings.plist")
+        #expect(try String(contentsOfFile: kept, encoding: .utf8) == "new")
+        #expect(try files.destinationOfSymbolicLink(atPath: folder + "/config/settings.plist") == "middle.plist")
+        #expect(try files.destinationOfSymbolicLink(atPath: folder + "/config/middle.plist") == "../dotfiles/settings.plist")
+        #expect(Self.others(in: folder + "/dotfiles", than: "settings.plist").isEmpty)
+
+        do {
+            try Faults.inject(.rename, .noSpace) { try DurableFile.write(Data("newer".utf8), toUsersFile: folder + "/config/settings.plist") }
+            Issue.record("a write that cannot be put in place should fail")
+        } catch let failure as DurableFile.Failure {
+            #expect(failure.description == "cannot replace \(kept): No space left on device")
+        }
+        #expect(try String(contentsOfFile: kept, encoding: .utf8) == "new")
+        #expect(try files.destinationOfSymbolicLink(atPath: folder + "/config/settings.plist") == "middle.plist")
+
+        // A link made before its file: the file is made where it points.
+        #expect(symlink(folder + "/dotfiles/layout.plist", folder + "/config/layout.plist") == 0)
+        try DurableFile.write(Data("first".utf8), toUsersFile: folder + "/config/layout.plist")
+        #expect(try String(contentsOfFile: folder + "/dotfiles/layout.plist", encoding: .utf8) == "first")
+
+        #expect(symlink("b", folder + "/config/a") == 0)
+        #expect(symlink("a", folder + "/config/b") == 0)
+        do {
+            try DurableFile.write(Data("x".utf8), toUsersFile: folder + "/config/a")
+            Issue.record("a loop of links should be refused")
+        } catch let failure as DurableFile.Failure {
+            #expect(failure.description.hasPrefix("cannot follow the links of \(folder)/config/a: "), "\(failure)")
+        }
+        // A file that is no link is written in place, as before.
+        try DurableFile.write(Data("plain".utf8), toUsersFile: folder + "/config/plain.plist")
+        #expect(try String(contentsOfFile: folder + "/config/plain.plist", encoding: .utf8) == "plain")
+    }
+
     @Test func interruptedCallsStillWriteEverything() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -74,8 +74,12 @@ public enum DurableFile {
             do {
                 target = try Files.linkTarget(current)
             } catch where error == Errno(EINVAL) || error == .noSuchFile {
-                // No link (EINVAL), or nothing there yet: written in place.
-                return current
+                // No link (EINVAL), or nothing there yet: written in place,
+                // named through its folder's real path where a link led
+                // there (so that a message names `dotfiles/x`, not
+                // `config/../dotfiles/x`).
+                guard current != path, let folder = try? Files.realPath(PathText.parent(of: current)) else { return current }
+                return (folder == "/" ? "" : folder) + "/" + PathText.lastComponent(of: current)
             } catch {
                 throw Failure(path: current, operation: "read the link", error: error)
             }
