@@ -497,10 +497,30 @@ import TodayProtocol
         #expect(reloaded.status == 0 && reloaded.output.hasPrefix("rescanned the bundle folders (1 widget);"), "\(reloaded)")
         #expect(try await Self.layout(client) == [tokyo, kind])
 
+        func edit(_ order: [WidgetInstanceID]) throws {
+            var stored = try Plist.read(contentsOf: target).dictionary ?? [:]
+            stored["Layout"] = .array(order.map { .string($0.description) })
+            try Plist.write(.dictionary(stored), format: .xml).write(to: URL(fileURLWithPath: target))
+        }
+        func written() throws -> [String] { try Plist.read(contentsOf: target)["Layout"]?.array?.compactMap(\.string) ?? [] }
+
+        // A change through D-Bus is made on an edit not read yet, not
+        // written over it; the link stays.
+        try edit([kind, tokyo])
         let third = try await Self.add(client, [("zone", .string("Europe/Berlin"))])
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
-        let written = try Plist.read(contentsOf: target)["Layout"]?.array?.compactMap(\.string)
-        #expect(written == [tokyo.description, kind.description, third.description], "\(String(describing: written))")
+        #expect(try written() == [kind.description, tokyo.description, third.description])
+        #expect(try await Self.layout(client) == [kind, tokyo, third])
+
+        // So is a rescan that finds a new kind and writes the layout down.
+        try edit([third, kind, tokyo])
+        let staging = try BundleFolder()
+        defer { staging.remove() }
+        try staging.addApp("org.example.Other", widgets: [.init(name: "W", script: #"echo '{"result": "new-data", "snapshot": {"title": "other"}}'"#)])
+        #expect(rename(staging.path + "/org.example.Other.app", bundles.path + "/org.example.Other.app") == 0)
+        let other = "org.example.Other.W"
+        #expect(try await eventually(10) { try written() == [third.description, kind.description, tokyo.description, other] }, "\((try? written()) ?? [])")
+        #expect(try await eventually(10) { try await Self.layout(client).prefix(3) == [third, kind, tokyo] })
     }
 
     /// Budgets and back-off are each instance's: one whose settings make

@@ -114,9 +114,12 @@ public final class TodayService: Sendable {
     }
 
     static func reloadAll(catalog: CatalogService, notifications: NotificationService?, widgets: WidgetService) {
-        catalog.reload()
         notifications?.readSettingsAgain()
+        // The layout before the bundles: a rescan that finds a new kind
+        // writes the layout down, which would write the one in memory over
+        // an edit not read yet.
         widgets.readLayoutAgain()
+        catalog.reload()
     }
 
     /// Widget ids sorted by display name, then id.

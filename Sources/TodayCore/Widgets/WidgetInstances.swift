@@ -55,33 +55,41 @@ extension WidgetService {
     }
 
     /// Reads layout.plist again, unless it is the one todayd wrote last:
-    /// when the watcher sees it change, and at a reload (SIGHUP, `todayctl
-    /// reload`), which also reaches a file the watcher cannot see change.
+    /// when the watcher sees it change, at a reload (SIGHUP, `todayctl
+    /// reload`), which also reaches a file the watcher cannot see change,
+    /// and before a change of the layout is written.
     func readLayoutAgain() {
         // Read under the lock its writes hold: what is read is never
         // older than the layout kept.
-        let catalog = state.withLock { state -> BundleCatalog? in
-            // Looked at before it is read: a change while it is read is
-            // read again at its own event.
-            let seen = FileIdentity(of: layoutStore.path)
-            if let written = state.writtenLayout, seen == written { return nil }
-            var unreadable = false
-            let read = layoutStore.read { problem in
-                unreadable = unreadable || !problem.contains("left out")
-                log.warning(problem)
-            }
-            guard !unreadable else { return nil }
-            // What is kept is now the file's (or no file's): the file
-            // todayd wrote, moved away and brought back behind a link, is
-            // read again rather than taken for its own write.
-            state.writtenLayout = seen
-            guard state.layout != read else { return nil }
-            state.layout = read
-            return state.catalog
-        }
+        let catalog = state.withLock { state in takeInEdit(&state) ? state.catalog : nil }
         guard let catalog else { return }
         log.info("the layout read again from \(layoutStore.path)")
         update(from: catalog)
+    }
+
+    /// Takes layout.plist into `state.layout` where it is not the file the
+    /// layout was last written to or read from: an edit the watcher has not
+    /// told of yet, or cannot (behind a symbolic link), so that todayd
+    /// never writes its layout over an edit it has not read. Whether the
+    /// layout changed. A file that does not read leaves it as it was.
+    func takeInEdit(_ state: inout State) -> Bool {
+        // Looked at before it is read: a change while it is read is
+        // read again at its own event.
+        let seen = FileIdentity(of: layoutStore.path)
+        if let written = state.writtenLayout, seen == written { return false }
+        var unreadable = false
+        let read = layoutStore.read { problem in
+            unreadable = unreadable || !problem.contains("left out")
+            log.warning(problem)
+        }
+        guard !unreadable else { return false }
+        // What is kept is now the file's (or no file's): the file todayd
+        // wrote, moved away and brought back behind a link, is read again
+        // rather than taken for its own write.
+        state.writtenLayout = seen
+        guard state.layout != read else { return false }
+        state.layout = read
+        return true
     }
 
     /// Writes `layout`, saying so in the log where it cannot.
@@ -99,7 +107,9 @@ extension WidgetService {
     /// Changes the layout with `body` (given the installed kinds and what
     /// is shown), writes it, and only then keeps it.
     private func changeLayout<T>(_ body: (inout WidgetLayout, [BundleID], [WidgetInstanceID]) throws -> T) throws -> T {
-        try state.withLock { state in
+        // An edit not read yet is taken in first, and the change made on it.
+        readLayoutAgain()
+        return try state.withLock { state in
             var layout = state.layout
             let result = try body(&layout, state.order, Self.shown(state))
             guard layout != state.layout else { return result }

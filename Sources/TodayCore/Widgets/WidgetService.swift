@@ -202,6 +202,9 @@ final class WidgetService: Sendable {
         var configured: [Widget] = []
         state.withLock { state in
             state.catalog = catalog
+            // A rescan that finds a new kind writes the layout down: an
+            // edit not read yet is taken in first, not written over.
+            _ = takeInEdit(&state)
             let fresh = Dictionary(catalog.widgets.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
             let kinds = catalog.widgets.map(\.bundleIdentifier).filter { fresh[$0] != nil }
             if state.layout.adopt(kinds) { layoutToSave = state.layout }
