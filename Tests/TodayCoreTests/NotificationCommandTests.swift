@@ -214,6 +214,16 @@ import TodayProtocol
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "../../dotfiles/notifications.plist")
         #expect(try Plist.read(contentsOf: target)["DoNotDisturb"] == .boolean(true))
 
+        // A change through D-Bus is made on an edit not read yet, not
+        // written over it.
+        try Plist.write(
+            .dictionary(["DoNotDisturb": .boolean(true), "DoNotDisturbFrom": .string("22:00"), "DoNotDisturbTo": .string("07:00")]), format: .xml
+        ).write(to: URL(fileURLWithPath: target))
+        #expect(try await Self.todayctl(address, ["notifications", "policy", "org.example.Chat", "list=false"]).status == 0)
+        let kept = try Plist.read(contentsOf: target)
+        #expect(kept["DoNotDisturbFrom"] == .string("22:00") && kept["DoNotDisturbTo"] == .string("07:00"), "\(kept)")
+        #expect(kept["AppPolicies"]?["org.example.Chat"]?["list"] == .boolean(false), "\(kept)")
+
         let extra = try await Self.todayctl(address, ["reload", "now"])
         #expect(extra.status == 2 && extra.error.contains("reload takes no operands"), "\(extra)")
     }

@@ -642,6 +642,9 @@ final class NotificationService: Sendable {
     /// back, and before the list follows them: a change that cannot be kept
     /// changes nothing) and announces what changed.
     func changeSettings(_ change: (inout NotificationSettings) throws -> Void) throws {
+        // An edit not read yet (behind a symbolic link, or before its
+        // event) is taken in first, and the change made on it.
+        readSettingsAgain()
         let settings = try settingsFile.withLock { _ in
             var settings = book.withLock { $0.settings }
             try change(&settings)
