@@ -79,6 +79,14 @@ struct Client {
     }
 
     /// Widget ids in the panel's order.
+    /// A property of todayd's Center interface, unwrapped.
+    func centerProperty(_ name: String) async throws -> Value? {
+        try await Self.attempt {
+            try await connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: .get, [.string(Today.center.name.rawValue), .string(name)])
+        }.body.first?.unwrapped
+    }
+
     func widgetIDs() async throws -> [String] {
         let paths = try await center(Today.Center.listWidgets).value(ObjectPathList.self, answering: "ListWidgets").paths
         var ids: [String] = []

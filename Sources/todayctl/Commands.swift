@@ -47,12 +47,7 @@ func reload(_ client: Client, _ arguments: [String], json: Bool) async throws {
     try await client.center(Today.Center.reload)
     let widgets = try await client.widgetIDs().count
     // A todayd started with --no-notifications has no settings to read.
-    let server = try await Client.attempt {
-        try await client.connection.call(
-            Today.busName, path: Today.managerPath, interface: .properties, member: .get,
-            [.string(Today.center.name.rawValue), .string(Today.Center.notificationServer.name)]
-        ).body.first?.unwrapped.string
-    }
+    let server = try await client.centerProperty(Today.Center.notificationServer.name)?.string
     let files = server == "off" ? "layout.plist" : "notifications.plist and layout.plist"
     if json {
         Out.json(.dictionary(["reloaded": .boolean(true), "widgets": .unsigned(UInt64(widgets))]))

@@ -24,12 +24,7 @@ private struct PlacedInstance {
 extension Client {
     /// Center.Layout: what the view shows, in order.
     func layout() async throws -> [WidgetInstanceID] {
-        let reply = try await Self.attempt {
-            try await connection.call(
-                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
-                [.string(Today.center.name.rawValue), .string(Today.Center.layout.name)])
-        }
-        return (reply.body.first?.unwrapped.elements ?? []).compactMap { value in
+        (try await centerProperty(Today.Center.layout.name)?.elements ?? []).compactMap { value in
             if case .objectPath(let path) = value { WidgetInstanceID(path: path) } else { nil }
         }
     }

@@ -58,7 +58,7 @@ public final class TodayService: Sendable {
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,
             log: log, notificationServer: serveNotifications ? "queued" : "off",
-            reload: { [catalog, notifications, widgets] in Self.reloadAll(catalog: catalog, notifications: notifications, widgets: widgets) })
+            reload: { [catalog, notifications] in Self.reloadAll(catalog: catalog, notifications: notifications) })
         widgets.layoutObserver.withLock { [center] observer in
             observer = { paths in center.set(Today.Center.layout.name, .objectPaths(paths)) }
         }
@@ -104,21 +104,18 @@ public final class TodayService: Sendable {
         catalog.reload()
     }
 
-    /// What SIGHUP and `Reload()` (`todayctl reload`) do: the bundle
-    /// folders rescanned, and the user's notifications.plist and
-    /// layout.plist read again, which the watcher otherwise follows (it
-    /// cannot see a file change behind a symbolic link into another
-    /// folder, nor anything without inotify).
+    /// What SIGHUP and `Reload()` (`todayctl reload`) do: the user's
+    /// notifications.plist read again and the bundle folders rescanned,
+    /// which reads layout.plist again where it changed
+    /// (`WidgetService.takeInEdit`). The watcher otherwise follows both
+    /// files, but cannot see a change behind a symbolic link into another
+    /// folder, nor anything without inotify.
     public func reloadAll() {
-        Self.reloadAll(catalog: catalog, notifications: notifications, widgets: widgets)
+        Self.reloadAll(catalog: catalog, notifications: notifications)
     }
 
-    static func reloadAll(catalog: CatalogService, notifications: NotificationService?, widgets: WidgetService) {
+    static func reloadAll(catalog: CatalogService, notifications: NotificationService?) {
         notifications?.readSettingsAgain()
-        // The layout before the bundles: a rescan that finds a new kind
-        // writes the layout down, which would write the one in memory over
-        // an edit not read yet.
-        widgets.readLayoutAgain()
         catalog.reload()
     }
 

@@ -55,15 +55,13 @@ extension WidgetService {
     }
 
     /// Reads layout.plist again, unless it is the one todayd wrote last:
-    /// when the watcher sees it change, at a reload (SIGHUP, `todayctl
-    /// reload`), which also reaches a file the watcher cannot see change,
-    /// and before a change of the layout is written.
+    /// when the watcher sees it change, and before a change of the layout
+    /// is written.
     func readLayoutAgain() {
         // Read under the lock its writes hold: what is read is never
         // older than the layout kept.
         let catalog = state.withLock { state in takeInEdit(&state) ? state.catalog : nil }
         guard let catalog else { return }
-        log.info("the layout read again from \(layoutStore.path)")
         update(from: catalog)
     }
 
@@ -89,6 +87,7 @@ extension WidgetService {
         state.writtenLayout = seen
         guard state.layout != read else { return false }
         state.layout = read
+        log.info("the layout read again from \(layoutStore.path)")
         return true
     }
 
