@@ -228,6 +228,40 @@ import TodayProtocol
         #expect(extra.status == 2 && extra.error.contains("reload takes no operands"), "\(extra)")
     }
 
+    /// A notifications.plist that does not read (an edit half done) is
+    /// the user's: a change through D-Bus is refused with what is wrong
+    /// and what to do, and the file stays byte for byte; once it reads,
+    /// the change goes through.
+    @Test func aSettingsFileThatDoesNotReadIsNotWrittenOver() async throws {
+        let todayd = try await RestartableTodayd("broken-settings")
+        defer { todayd.remove() }
+        let config = todayd.home.appendingPathComponent(".config/todayd")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        let path = config.path + "/notifications.plist"
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+
+        let halfDone = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>DoNotDisturb</key><true/><key>AppPol"#
+        try Data(halfDone.utf8).write(to: URL(fileURLWithPath: path))
+        let refused = try await Self.todayctl(address, ["notifications", "dnd", "on"])
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.error.contains("\(path) does not read") && refused.error.contains("fix it, or remove it for the defaults"), "\(refused)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == halfDone)
+        #expect(try await Self.property(client, "DoNotDisturb") == .boolean(false))
+        let policy = try await Self.todayctl(address, ["notifications", "policy", "org.example.Chat", "list=false"])
+        #expect(policy.status == 1 && policy.error.contains("does not read"), "\(policy)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == halfDone)
+
+        // Finished: read, and the next change is made on it.
+        try Plist.write(.dictionary(["DoNotDisturbFrom": .string("22:00"), "DoNotDisturbTo": .string("07:00")]), format: .xml)
+            .write(to: URL(fileURLWithPath: path))
+        #expect(try await Self.todayctl(address, ["notifications", "dnd", "on"]).status == 0)
+        let kept = try Plist.read(contentsOf: path)
+        #expect(kept["DoNotDisturb"] == .boolean(true) && kept["DoNotDisturbFrom"] == .string("22:00"), "\(kept)")
+    }
+
     @Test func theBarModuleIsPushedAndOutlivesTodayd() async throws {
         let todayd = try await RestartableTodayd("notification-bar")
         defer { todayd.remove() }

@@ -523,6 +523,58 @@ import TodayProtocol
         #expect(try await eventually(10) { try await Self.layout(client).prefix(3) == [third, kind, tokyo] })
     }
 
+    /// A layout.plist that does not read (an edit half done) is the
+    /// user's: todayd does not write over it, neither when a rescan finds
+    /// a new kind nor for a change through D-Bus, which is refused with
+    /// what is wrong and what to do. Once it reads, it is the layout again.
+    @Test(.timeLimit(.minutes(1)))
+    func aLayoutThatDoesNotReadIsNotWrittenOver() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        try bundles.addApp("org.example.Clock", widgets: [.init(name: "W", script: #"echo '{"result": "new-data", "snapshot": {"title": "clock"}}'"#)])
+        let home = try temporaryDirectory("broken-layout")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let path = home.path + "/.config/todayd/layout.plist"
+        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
+        let kind = WidgetInstanceID(kind: BundleID("org.example.Clock.W"))
+        // The user's own order, so that a new kind is written down.
+        try Plist.write(.dictionary(["Layout": .array([.string(kind.description)]), "Known": .array([.string(kind.kind.rawValue)])]), format: .xml)
+            .write(to: URL(fileURLWithPath: path))
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        #expect(try await eventually(5) { try await Self.layout(client) == [kind] })
+
+        let halfDone = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>Layout</key><array><string>org.exa"#
+        try Data(halfDone.utf8).write(to: URL(fileURLWithPath: path))
+        try await Task.sleep(for: .milliseconds(300))
+        // A rescan that finds a new kind keeps the layout in memory.
+        let staging = try BundleFolder()
+        defer { staging.remove() }
+        try staging.addApp("org.example.Other", widgets: [.init(name: "W", script: #"echo '{"result": "new-data", "snapshot": {"title": "other"}}'"#)])
+        #expect(rename(staging.path + "/org.example.Other.app", bundles.path + "/org.example.Other.app") == 0)
+        let other = WidgetInstanceID(kind: BundleID("org.example.Other.W"))
+        #expect(try await eventually(10) { try await Self.layout(client) == [kind, other] })
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == halfDone, "written over by a rescan")
+
+        do {
+            _ = try await client.center("SetLayout", [.array(.objectPath, [.objectPath(other.path), .objectPath(kind.path)])])
+            Issue.record("SetLayout wrote over a layout.plist that does not read")
+        } catch let error as DBusError {
+            #expect(error.message.contains("\(path) does not read") && error.message.contains("fix it, or remove it"), "\(error)")
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == halfDone)
+        #expect(try await Self.layout(client) == [kind, other])
+
+        // Fixed by hand: read, and changes are written again.
+        try Plist.write(.dictionary(["Layout": .array([.string(other.description), .string(kind.description)])]), format: .xml)
+            .write(to: URL(fileURLWithPath: path))
+        #expect(try await eventually(5) { try await Self.layout(client) == [other, kind] })
+        _ = try await client.center("SetLayout", [.array(.objectPath, [.objectPath(kind.path), .objectPath(other.path)])])
+        #expect(try Plist.read(contentsOf: path)["Layout"]?.array?.compactMap(\.string) == [kind.description, other.description])
+    }
+
     /// Budgets and back-off are each instance's: one whose settings make
     /// its provider fail is refused on request while it backs off, and the
     /// kind's other instances update as before.

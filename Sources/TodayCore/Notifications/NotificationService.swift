@@ -646,6 +646,21 @@ final class NotificationService: Sendable {
         // event) is taken in first, and the change made on it.
         readSettingsAgain()
         let settings = try settingsFile.withLock { _ in
+            // A file that does not read is the user's, half edited: it is
+            // not written over, so that nothing of the edit is lost.
+            if FileSystem.exists(settingsPath) {
+                let problem: String?
+                do {
+                    problem = try Plist.read(contentsOf: settingsPath).dictionary == nil ? "not a dictionary" : nil
+                } catch {
+                    problem = "\(error)"
+                }
+                if let problem {
+                    throw TodayError.storage(
+                        "\(settingsPath) does not read (\(problem)); todayd does not write over a file it cannot read: "
+                            + "fix it, or remove it for the defaults, and try again; the settings are unchanged")
+                }
+            }
             var settings = book.withLock { $0.settings }
             try change(&settings)
             do {

@@ -75,12 +75,13 @@ extension WidgetService {
         // read again at its own event.
         let seen = FileIdentity(of: layoutStore.path)
         if let written = state.writtenLayout, seen == written { return false }
-        var unreadable = false
-        let read = layoutStore.read { problem in
-            unreadable = unreadable || !problem.contains("left out")
-            log.warning(problem)
+        let read: WidgetLayout
+        do {
+            read = try layoutStore.load { log.warning($0) }
+        } catch {
+            log.warning("\(layoutStore.path): \(error); the layout stays as it was until the file reads")
+            return false
         }
-        guard !unreadable else { return false }
         // What is kept is now the file's (or no file's): the file todayd
         // wrote, moved away and brought back behind a link, is read again
         // rather than taken for its own write.
@@ -91,10 +92,29 @@ extension WidgetService {
         return true
     }
 
-    /// Writes `layout`, saying so in the log where it cannot.
+    /// Why layout.plist is not todayd's to write: a file there that is not
+    /// the one the layout was last written to or read from, and that does
+    /// not read (an edit half done, a typo). todayd never writes over it,
+    /// so that nothing of the user's edit is lost; nil where it may write.
+    func unwritableLayout(_ state: State) -> String? {
+        guard let seen = FileIdentity(of: layoutStore.path), seen != state.writtenLayout else { return nil }
+        do {
+            _ = try layoutStore.load { _ in }
+            return nil
+        } catch {
+            return "\(layoutStore.path) does not read (\(error)); todayd does not write over a file it cannot read"
+        }
+    }
+
+    /// Writes `layout`, saying so in the log where it cannot, or where
+    /// layout.plist does not read (it is left for the user to fix).
     func saveLayout(_ layout: WidgetLayout) {
         do {
             try state.withLock { state in
+                if let why = unwritableLayout(state) {
+                    log.warning("\(why): the layout is kept in memory until it is fixed or removed")
+                    return
+                }
                 try layoutStore.save(layout)
                 state.writtenLayout = FileIdentity(of: layoutStore.path)
             }
@@ -112,6 +132,9 @@ extension WidgetService {
             var layout = state.layout
             let result = try body(&layout, state.order, Self.shown(state))
             guard layout != state.layout else { return result }
+            if let why = unwritableLayout(state) {
+                throw TodayError.storage("\(why): fix it, or remove it to start from the installed widgets, and try again; the layout is unchanged")
+            }
             do {
                 try layoutStore.save(layout)
             } catch {

@@ -168,11 +168,19 @@ struct LayoutStore: Sendable {
         path = directories.configHome + "/todayd/layout.plist"
     }
 
-    /// The stored layout, or an empty one; `problem` hears what could not be read.
-    func read(problem: (String) -> Void) -> WidgetLayout {
+    /// The stored layout, or an empty one where there is no file; `problem`
+    /// hears of each entry left out. Throws where the file does not read
+    /// as a property list at all (an edit half done, a typo).
+    func load(problem: (String) -> Void) throws -> WidgetLayout {
         guard FileManager.default.fileExists(atPath: path) else { return WidgetLayout() }
+        return WidgetLayout(plist: try Plist.read(contentsOf: path)) { problem("\(path): \($0)") }
+    }
+
+    /// As `load`, with an empty layout where the file does not read, which
+    /// `problem` hears of too.
+    func read(problem: (String) -> Void) -> WidgetLayout {
         do {
-            return WidgetLayout(plist: try Plist.read(contentsOf: path)) { problem("\(path): \($0)") }
+            return try load(problem: problem)
         } catch {
             problem("\(path): \(error); the layout starts from ListWidgets' order")
             return WidgetLayout()
