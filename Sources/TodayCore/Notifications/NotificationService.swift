@@ -628,8 +628,15 @@ final class NotificationService: Sendable {
     /// a warning for each value it holds wrong, which keeps its default.
     static func readSettings(_ path: String, log: Logger) -> NotificationSettings? {
         guard FileSystem.exists(path) else { return NotificationSettings() }
-        guard let plist = (try? Plist.read(contentsOf: path))?.dictionary else {
-            log.warning("\(path) is not a property list; fix it, or remove it for the defaults")
+        let read: PlistValue
+        do {
+            read = try Plist.read(contentsOf: path)
+        } catch {
+            log.warning("\(path) is not a property list (\(error)); the settings stay as they were: fix it, or remove it for the defaults")
+            return nil
+        }
+        guard let plist = read.dictionary else {
+            log.warning("\(path) holds no dictionary; the settings stay as they were: fix it, or remove it for the defaults")
             return nil
         }
         var problems: [String] = []
