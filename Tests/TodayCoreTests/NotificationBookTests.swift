@@ -364,4 +364,40 @@ import TodayProtocol
         book.settings.doNotDisturb = true
         #expect(try banners(&book, NotificationBookTests.posting("boss", app: "mail")), "the policy's urgency counts")
     }
+
+    /// A sound plays where the notification asks for one and would alert
+    /// the user: its app's policy allows sounds (whatever it says of
+    /// banners), and Do Not Disturb and the inhibitions let it through
+    /// (critical ones always); a passive one never sounds.
+    @Test func whatSoundsAndWhatDoesNot() throws {
+        let chime = NotificationSound.name("message-new-instant")
+        func sounds(_ book: inout NotificationBook, _ summary: String, app: String = "mail", urgency: TodayNotification.Urgency = .normal,
+            sound: NotificationSound? = chime, rule: NotificationBook.BannerRule = .usual, minute: Int = 12 * 60
+        ) throws -> NotificationSound? {
+            var posting = NotificationBookTests.posting(summary, app: app, urgency: urgency)
+            posting.sound = sound
+            posting.banner = rule
+            let (_, effects) = try book.post(posting, at: NotificationBookTests.start, minute: minute)
+            let played = effects.compactMap { if case .sound(let sound) = $0 { sound } else { nil } }
+            #expect(played.count <= 1)
+            return played.first
+        }
+        var book = NotificationBook()
+        #expect(try sounds(&book, "new mail") == chime)
+        #expect(try sounds(&book, "a file", sound: .file("/usr/share/sounds/bell.oga")) == .file("/usr/share/sounds/bell.oga"))
+        #expect(try sounds(&book, "silent", sound: nil) == nil, "none asked for")
+        #expect(try sounds(&book, "passive", rule: .never) == nil)
+        book.settings.doNotDisturb = true
+        #expect(try sounds(&book, "quiet") == nil)
+        #expect(try sounds(&book, "fire", urgency: .critical) == chime)
+        #expect(try sounds(&book, "meeting", rule: .throughDoNotDisturb) == chime, "time-sensitive")
+        book.settings.doNotDisturb = false
+        let (cookie, _) = book.inhibit(by: ":1.9")
+        #expect(try sounds(&book, "presenting") == nil)
+        _ = book.uninhibit(cookie, by: ":1.9")
+        book.settings.policies["chat"] = .init(banners: true, list: true, sounds: false, urgency: nil)
+        #expect(try sounds(&book, "hi", app: "chat", urgency: .critical) == nil, "the user said no sounds for this app")
+        book.settings.policies["chat"] = .init(banners: false, list: false, sounds: true, urgency: nil)
+        #expect(try sounds(&book, "ping", app: "chat") == chime, "no banner and not kept, and still heard")
+    }
 }

@@ -43,6 +43,9 @@ struct NotificationBook: Sendable {
         /// Show it as a banner (SPEC section 15): it passed Do Not
         /// Disturb, the inhibitions and its app's policy.
         case banner(UInt32)
+        /// Play the sound it asked for: it passed Do Not Disturb, the
+        /// inhibitions and its app's sound policy.
+        case sound(NotificationSound)
         /// A scheduled notification answered: ActivateAction
         /// ("notification-response") on its app, started where it is not
         /// running (SPEC section 18).
@@ -70,6 +73,9 @@ struct NotificationBook: Sendable {
         /// Milliseconds: -1 the default by urgency, 0 never.
         var expireTimeout: Int32 = -1
         var banner = BannerRule.usual
+        /// The sound it asks for (`sound-file`, `sound-name`), nil for none
+        /// (or `suppress-sound`).
+        var sound: NotificationSound?
     }
 
     enum Refusal: Error, Equatable {
@@ -204,18 +210,20 @@ struct NotificationBook: Sendable {
 
     /// `post`, and what takes it back.
     mutating func postUndoably(_ posting: consuming Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect], undo: Undo) {
-        let (rule, replaces, expireTimeout) = (posting.banner, posting.replaces, posting.expireTimeout)
+        let (rule, replaces, expireTimeout, sound) = (posting.banner, posting.replaces, posting.expireTimeout, posting.sound)
         // Taken from the posting, which ends here: where the caller handed
         // its posting over, the notification is its fields' one owner, and
         // the changes below make no copy of them.
         var notification = (consume posting).notification
         let policy = settings.policy(for: notification.appID)
-        let banner =
+        // A passive one (`never`) neither shows nor sounds.
+        let alerts =
             rule != .never
-            && showsBanner(
-                urgency: policy.urgency ?? notification.urgency, policy: policy,
-                atMinute: minute ?? (settings.hasSchedule ? Self.localMinute(now) : 0),
+            && alerts(
+                urgency: policy.urgency ?? notification.urgency, atMinute: minute ?? (settings.hasSchedule ? Self.localMinute(now) : 0),
                 throughDoNotDisturb: rule == .throughDoNotDisturb)
+        let banner = alerts && policy.banners
+        let playing = alerts && policy.sounds ? sound : nil
         if let urgency = policy.urgency { notification.urgency = urgency }
         // An app kept out of the list: shown and gone, as a transient one.
         if !policy.list { notification.transient = true }
@@ -265,6 +273,7 @@ struct NotificationBook: Sendable {
             if let replaced { take(replaced, reason: nil) }
             byID[id] = notification
             if banner { effects.append(.banner(id)) }
+            if let playing { effects.append(.sound(playing)) }
             return (id, effects, Undo(posted: notification, replaced: before, wasUnseen: wasUnseen, removed: removed))
         }
         if let replaced, let old = byID[replaced]?.imageFile, old != notification.imageFile { effects.append(.dropImage(old)) }
@@ -280,6 +289,7 @@ struct NotificationBook: Sendable {
         }
         effects.append(.listChanged(changed: [id], removed: evicted))
         if banner { effects.append(.banner(id)) }
+        if let playing { effects.append(.sound(playing)) }
         return (id, effects, Undo(posted: notification, replaced: before, wasUnseen: wasUnseen, removed: removed))
     }
 
@@ -320,8 +330,16 @@ struct NotificationBook: Sendable {
     /// A time-sensitive one (`throughDoNotDisturb`) passes Do Not
     /// Disturb but not the inhibitions.
     func showsBanner(urgency: TodayNotification.Urgency, policy: NotificationSettings.Policy, atMinute minute: Int, throughDoNotDisturb: Bool = false) -> Bool {
-        guard policy.banners else { return false }
-        return urgency == .critical || !((settings.isQuiet(atMinute: minute) && !throughDoNotDisturb) || isInhibited)
+        policy.banners && alerts(urgency: urgency, atMinute: minute, throughDoNotDisturb: throughDoNotDisturb)
+    }
+
+    /// Whether a notification of `urgency` alerts the user (a banner, its
+    /// sound) as far as Do Not Disturb (on, or scheduled at `minute`) and
+    /// the inhibitions go: critical ones always; time-sensitive ones
+    /// (`throughDoNotDisturb`) through Do Not Disturb but not through the
+    /// inhibitions.
+    func alerts(urgency: TodayNotification.Urgency, atMinute minute: Int, throughDoNotDisturb: Bool = false) -> Bool {
+        urgency == .critical || !((settings.isQuiet(atMinute: minute) && !throughDoNotDisturb) || isInhibited)
     }
 
     /// The minute of the local day at `date`, in the C library's time zone

@@ -32,7 +32,12 @@ extension NotificationService {
                     try late.get().change { $0.recall(id) }
                     return []
                 },
-                F.getCapabilities.immediate { _ in [.strings(F.capabilities)] },
+                F.getCapabilities.immediate { _ in
+                    // `sound` where a sound can be played: a player is installed.
+                    let service = try late.get()
+                    let command = service.book.withLock { $0.settings.soundCommand }
+                    return [.strings(F.capabilities + (service.sounds.player(command) != nil ? ["sound"] : []))]
+                },
                 F.getServerInformation.immediate { _ in [.string("todayd"), .string("todayd"), .string(Today.version), .string("1.2")] },
                 F.inhibit.immediate { call, _, _, _ in
                     let service = try late.get()
@@ -256,7 +261,16 @@ extension NotificationService {
             guard let key = entry.key.string, !readHints.contains(key) else { return nil }
             return (key, entry.value.unwrapped)
         })
-        return NotificationBook.Posting(notification: notification, replaces: replaces, expireTimeout: timeout)
+        // The sound hints stay among the hints too (the list shows them).
+        var sound: NotificationSound?
+        if !values.isEmpty, try !flag("suppress-sound") {
+            if let file = try string("sound-file"), !file.isEmpty {
+                sound = .file(file)
+            } else if let name = try string("sound-name"), !name.isEmpty {
+                sound = .name(name)
+            }
+        }
+        return NotificationBook.Posting(notification: notification, replaces: replaces, expireTimeout: timeout, sound: sound)
     }
 
     /// AddNotification's dictionary as a posting (GNotification's keys).

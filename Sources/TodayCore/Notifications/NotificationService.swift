@@ -55,6 +55,8 @@ final class NotificationService: Sendable {
     /// leaves both as they were (a full list, where each new notification
     /// takes the oldest's place) does not touch the properties.
     private let countsShown: Mutex<(count: UInt32, unseen: UInt32)>
+    /// Plays the sounds notifications ask for.
+    let sounds: NotificationSounds
 
     /// Longest kept summary and body, in UTF-8 bytes; longer is cut with `…`.
     static let longestSummary = 1024
@@ -63,9 +65,10 @@ final class NotificationService: Sendable {
     init(
         connection: Connection, directories: Directories, identities: Identities, urls: URLService, log: Logger, clock: ServiceClock,
         timeZone: TimeZone = .current, appOf: @escaping @Sendable (String) -> String = { $0 },
-        iconOf: @escaping @Sendable (String) -> String? = { _ in nil }
+        iconOf: @escaping @Sendable (String) -> String? = { _ in nil }, environment: [String: String] = [:]
     ) {
         self.connection = connection
+        sounds = NotificationSounds(themes: SoundThemes(directories: directories), environment: environment, log: log)
         lanes = NotificationLanes(onLoop: { job in connection.submit(job) })
         self.appOf = appOf
         self.iconOf = iconOf
@@ -449,6 +452,9 @@ final class NotificationService: Sendable {
                 freedesktop.set(F.inhibited.name, .boolean(on))
             case .banner(let id):
                 showBanner(id)
+            case .sound(let sound):
+                let (command, theme) = book.withLock { ($0.settings.soundCommand, $0.settings.soundTheme) }
+                sounds.play(sound, command: command, theme: theme)
             case .respond(let appID, let response, let token):
                 respond(appID, response, token: token)
             case .openURL(let url, let token):

@@ -23,6 +23,12 @@ struct NotificationSettings: Equatable, Sendable {
     var scheduleFrom = ""
     var scheduleTo = ""
     var policies: [String: Policy] = [:]
+    /// The player of notification sounds and its options, before the
+    /// file (`SoundCommand`); empty: the first of pw-play, paplay and mpv.
+    var soundCommand: [String] = []
+    /// The sound theme names are looked up in (`SoundTheme`); empty:
+    /// `freedesktop`.
+    var soundTheme = ""
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
     func policy(for appID: String) -> Policy {
@@ -110,10 +116,14 @@ struct NotificationSettings: Equatable, Sendable {
             if let urgency = policy.urgency { entry["urgency"] = .integer(Int64(urgency.rawValue)) }
             apps[app] = .dictionary(entry)
         }
-        return [
+        var plist: PlistDictionary = [
             "DoNotDisturb": .boolean(doNotDisturb), "DoNotDisturbFrom": .string(scheduleFrom), "DoNotDisturbTo": .string(scheduleTo),
             "AppPolicies": .dictionary(apps),
         ]
+        // Written where set: a file without them means the defaults.
+        if !soundCommand.isEmpty { plist["SoundCommand"] = .array(soundCommand.map(PlistValue.string)) }
+        if !soundTheme.isEmpty { plist["SoundTheme"] = .string(soundTheme) }
+        return plist
     }
 
     /// The settings a file holds; what it holds wrong is named in `problems`.
@@ -125,6 +135,21 @@ struct NotificationSettings: Equatable, Sendable {
             problems.append("DoNotDisturbFrom and DoNotDisturbTo must be HH:MM; the schedule is off")
             scheduleFrom = ""
             scheduleTo = ""
+        }
+        if let command = plist["SoundCommand"] {
+            let words = command.array?.compactMap(\.string) ?? []
+            if words.count == command.array?.count, let program = words.first, !program.isEmpty {
+                soundCommand = words
+            } else {
+                problems.append("SoundCommand must be a list of strings, the program first (such as pw-play); sounds play with the first player found")
+            }
+        }
+        if let theme = plist["SoundTheme"] {
+            if let name = theme.string, !name.contains("/") {
+                soundTheme = name
+            } else {
+                problems.append("SoundTheme must be the name of a sound theme (a folder of sounds/), such as freedesktop; freedesktop it is")
+            }
         }
         for (app, value) in plist["AppPolicies"]?.dictionary ?? [:] {
             guard let entry = value.dictionary else {

@@ -53,7 +53,7 @@ public final class TodayService: Sendable {
                     // The app's icon, as its widgets' cards show it.
                     let manifests = widgets.all.map { $0.data.withLock { $0.manifest } }
                     return manifests.first { $0.containerBundleIdentifier.rawValue == app && !$0.iconPath.isEmpty }?.iconPath
-                })
+                }, environment: environment)
             : nil
         center = Self.centerObject(
             bundleFolders: directories.bundleFolders, widgets: widgets, groups: groups, urls: urls, catalog: catalog, identities: identities,

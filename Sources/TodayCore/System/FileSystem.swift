@@ -14,6 +14,12 @@ package enum FileSystem {
         Files.exists(path)
     }
 
+    /// Whether `path` is a regular file, following symlinks.
+    static func isRegularFile(_ path: String) -> Bool {
+        guard let info = try? Files.status(path) else { return false }
+        return info.st_mode & S_IFMT == S_IFREG
+    }
+
     /// Whether `path` is a folder, following symlinks.
     static func isDirectory(_ path: String) -> Bool {
         guard let info = try? Files.status(path) else { return false }
