@@ -79,6 +79,7 @@ struct RemindMe: WidgetIntent {
         content.categoryIdentifier = Reminder.category
         content.threadIdentifier = "line-\(next.line)"
         content.interruptionLevel = .timeSensitive
+        content.sound = .default
         content.userInfo = ["line": next.line, "destination": next.destination, "departure": next.date.timeIntervalSince1970]
         let lead = next.date.timeIntervalSinceNow - Reminder.lead
         let trigger = UNTimeIntervalNotificationTrigger(timeInterval: max(1, lead), repeats: false)

@@ -42,11 +42,37 @@ public enum UNNotificationInterruptionLevel: Sendable {
     }
 }
 
-/// A sound to play: kept for code that sets one; the notification center
-/// follows its sound policy per app.
+/// The sound a notification plays, where the user's policy for the app
+/// allows sounds and Do Not Disturb lets it through: the sound theme's
+/// message sound, its warning sound for a critical one, or a sound file of
+/// the app's, looked for in its container's `Library/Sounds/` and then in
+/// its bundle (the default sound where neither has it).
 public struct UNNotificationSound: Sendable, Equatable {
-    public static let `default` = UNNotificationSound()
-    public static let defaultCritical = UNNotificationSound()
+    /// `default`, `default-critical` or a file's name, as Schedule carries it.
+    let name: String
+
+    public static let `default` = UNNotificationSound(name: ScheduledContent.defaultSound)
+    public static let defaultCritical = UNNotificationSound(name: ScheduledContent.defaultCriticalSound)
+
+    /// A sound file of the app's, by its name (`chime.wav`).
+    public init(named name: UNNotificationSoundName) {
+        self.name = name.rawValue
+    }
+
+    /// A sound file of the app's for a critical notification (its
+    /// interruption level is what makes it critical).
+    public static func criticalSoundNamed(_ name: UNNotificationSoundName) -> UNNotificationSound {
+        UNNotificationSound(named: name)
+    }
+
+    private init(name: String) { self.name = name }
+}
+
+/// The name of a sound file of the app's.
+public struct UNNotificationSoundName: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
 }
 
 /// A picture shown with the notification: a PNG file, read when the
@@ -149,6 +175,7 @@ public class UNNotificationContent: @unchecked Sendable {
         content.userInfo = UserInfo.dbus(fields.userInfo)
         content.url = fields.url?.absoluteString
         content.interruptionLevel = fields.interruptionLevel.level
+        content.sound = fields.sound?.name ?? ""
         if let attachment = fields.attachments.first { content.image = try Data(contentsOf: attachment.url) }
         return content
     }
@@ -163,6 +190,13 @@ public class UNNotificationContent: @unchecked Sendable {
         fields.categoryIdentifier = content.category
         fields.userInfo = UserInfo.swift(content.userInfo)
         fields.url = content.url.flatMap(URL.init(string:))
+        fields.sound =
+            switch content.sound {
+            case "": nil
+            case ScheduledContent.defaultSound: .default
+            case ScheduledContent.defaultCriticalSound: .defaultCritical
+            default: UNNotificationSound(named: UNNotificationSoundName(content.sound))
+            }
         fields.interruptionLevel =
             switch content.interruptionLevel {
             case .passive: .passive

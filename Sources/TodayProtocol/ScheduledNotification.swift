@@ -33,15 +33,23 @@ public struct ScheduledContent: Sendable, Equatable {
     /// Opened (as OpenURL) by the default action.
     public var url: String?
     public var interruptionLevel = InterruptionLevel.active
+    /// The sound it plays: `default`, `default-critical`, or the name of a
+    /// sound file of the app's (in its container's `Library/Sounds/`, or
+    /// its bundle); empty for none.
+    public var sound = ""
 
     public init() {}
+
+    /// UNNotificationSound.default and .defaultCritical as `sound` has them.
+    public static let defaultSound = "default"
+    public static let defaultCriticalSound = "default-critical"
 
     /// Longest user-info, as D-Bus bytes, and picture.
     public static let longestUserInfo = 64 * 1024
     public static let largestImage = 1024 * 1024
 
     /// The keys `Schedule` reads.
-    public static let keys = ["title", "subtitle", "body", "thread-id", "category", "user-info", "image", "url", "interruption-level"]
+    public static let keys = ["title", "subtitle", "body", "thread-id", "category", "user-info", "image", "url", "interruption-level", "sound"]
 
     /// The content as `Schedule` and `PendingRequests` carry it.
     public var dictionary: VariantDictionary {
@@ -54,6 +62,7 @@ public struct ScheduledContent: Sendable, Equatable {
         if let image { entries.append(("image", .bytes(image))) }
         if let url { entries.append(("url", .string(url))) }
         if interruptionLevel != .active { entries.append(("interruption-level", .string(interruptionLevel.rawValue))) }
+        if !sound.isEmpty { entries.append(("sound", .string(sound))) }
         return VariantDictionary(entries)
     }
 
@@ -93,6 +102,13 @@ public struct ScheduledContent: Sendable, Equatable {
                         "content 'interruption-level' is '\(text)'; it is one of \(InterruptionLevel.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 interruptionLevel = level
+            case "sound":
+                let text = try Self.text(value, key)
+                guard text.utf8.count <= 255, !text.contains("/"), text != ".", text != "..", !text.utf8.contains(0) else {
+                    throw ScheduleProblem(
+                        "content 'sound' is '\(text.prefix(100))'; it is '\(Self.defaultSound)', '\(Self.defaultCriticalSound)' or the name of a sound file of the app's (no folder)")
+                }
+                sound = text
             default:
                 throw ScheduleProblem("content has no key '\(key)'; the keys are \(Self.keys.joined(separator: ", "))")
             }

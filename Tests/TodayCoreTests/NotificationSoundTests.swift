@@ -168,4 +168,58 @@ import TodayProtocol
              "--method", "org.freedesktop.Notifications.GetCapabilities"])
         #expect(capabilities.output.contains("'sound'"), "\(capabilities.output)")
     }
+
+    /// A scheduled notification's sound (SPEC section 18's `sound`, from
+    /// TodayKit's UNNotificationSound): `default` is the theme's message
+    /// sound; a name is the app's file, in its container's
+    /// `Library/Sounds/` before its bundle, and the default sound where it
+    /// has none; a name with a folder in it is refused.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: mpv), "needs mpv (apt-get install mpv)"))
+    func aScheduledNotificationPlaysTheAppsSound() async throws {
+        let home = try temporaryDirectory("scheduled-sounds")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let chime = home.path + "/data/sounds/freedesktop/stereo/message.wav"
+        try FileManager.default.createDirectory(atPath: (chime as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Self.tone(seconds: 0.3).write(to: URL(fileURLWithPath: chime))
+        let app = "org.example.Tram"
+        let own = home.path + "/data/todayd/containers/\(app)/Library/Sounds/bell.wav"
+        try FileManager.default.createDirectory(atPath: (own as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Self.tone(seconds: 0.9).write(to: URL(fileURLWithPath: own))
+        let heard = home.path + "/heard.wav"
+        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
+        let command = [Self.mpv, "--no-config", "--load-scripts=no", "--no-video", "--no-terminal", "--ao=pcm", "--ao-pcm-file=\(heard)", "--"]
+        try Plist.write(.dictionary(["SoundCommand": .array(command.map(PlistValue.string))]), format: .xml)
+            .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
+        let daemon = try TodayDaemon(bundles: [Paths.examples], home: home)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let tram = try Connection(address: daemon.address)
+        defer { tram.close() }
+        try await tram.center("RegisterApp", [.string(app)])
+
+        func played(_ sound: String) async throws -> Int {
+            try? FileManager.default.removeItem(atPath: heard)
+            let content = Value.vardict([("title", .string("Tram")), ("sound", .string(sound))])
+            try await ScheduledNotificationTests.call(tram, "Schedule", [.string("now-\(sound)"), content, .vardict([])])
+            func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: heard))?[.size] as? Int) ?? 0 }
+            let running = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.contains { pid in
+                Int(pid) != nil && FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self).contains(heard) } == true
+            } ?? false }
+            _ = try await eventually(10) { size() > 44 && !running() }
+            return max(size() - 44, 0)
+        }
+        let standard = try await played("default")
+        #expect(standard >= 4_800, "\(daemon.logText)")
+        let bell = try await played("bell.wav")
+        #expect(bell >= 14_400 && bell > standard * 2, "the app's 0.9 s bell, not the 0.3 s chime: \(bell) against \(standard)")
+        #expect(try await played("no-such.wav") == standard, "the default where the app has no such file")
+        do {
+            let content = Value.vardict([("title", .string("Tram")), ("sound", .string("../../../etc/bell.wav"))])
+            try await ScheduledNotificationTests.call(tram, "Schedule", [.string("climb"), content, .vardict([])])
+            Issue.record("a sound with a folder in its name was taken")
+        } catch let error as DBusError {
+            #expect(error.name == .invalidArgs && error.message.contains("content 'sound'"), "\(error)")
+        }
+    }
 }

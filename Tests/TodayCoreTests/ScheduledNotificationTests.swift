@@ -88,6 +88,7 @@ import TodayProtocol
         #expect(request["id"]?.string == "tram-reminder")
         let content = try #require(request["content"].flatMap(VariantDictionary.init)?.dictionary)
         #expect(content["title"]?.string == "Line 4 to Central" && content["category"]?.string == "departure")
+        #expect(content["sound"]?.string == "default", "UNNotificationSound.default, as Schedule carries it")
 
         // todayd stops and starts again before the reminder is due.
         #expect(daemon.stop(keepHome: true) == 0)

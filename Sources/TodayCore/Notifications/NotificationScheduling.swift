@@ -175,8 +175,32 @@ extension NotificationService {
             case .timeSensitive: .throughDoNotDisturb
             case .active, .critical: .usual
             }
-        return NotificationBook.Posting(notification: notification, replaces: 0, expireTimeout: -1, banner: banner)
+        return NotificationBook.Posting(notification: notification, replaces: 0, expireTimeout: -1, banner: banner, sound: sound(content.sound, of: appID))
     }
+
+    /// The sound of a request's content: the theme's message sound for
+    /// `default` (its warning sound for `default-critical`), else the
+    /// app's file of that name in its container's `Library/Sounds/`, then
+    /// in its bundle, as iOS looks for it; the default sound where neither
+    /// has it.
+    func sound(_ name: String, of appID: String) -> NotificationSound? {
+        switch name {
+        case "": return nil
+        case ScheduledContent.defaultSound: return .name(Self.messageSound)
+        case ScheduledContent.defaultCriticalSound: return .name(Self.criticalSound)
+        default:
+            let folders = [directories.container(of: appID) + "/Library/Sounds"] + (urls.appFolder(appID).map { [$0] } ?? [])
+            guard let file = folders.lazy.map({ $0 + "/" + name }).first(where: FileSystem.isRegularFile) else {
+                log.debug("scheduled notification of '\(appID)': no sound file '\(name)' in \(folders.joined(separator: " or ")); the default sound plays")
+                return .name(Self.messageSound)
+            }
+            return .file(file)
+        }
+    }
+
+    /// The sound-theme names of the default sounds (the XDG Sound Naming Specification's).
+    static let messageSound = "message-new-instant"
+    static let criticalSound = "dialog-warning"
 
     /// Hands the user's answer to the app (ActivateAction
     /// "notification-response"), starting it where it is not running. In

@@ -57,6 +57,7 @@ final class NotificationService: Sendable {
     private let countsShown: Mutex<(count: UInt32, unseen: UInt32)>
     /// Plays the sounds notifications ask for.
     let sounds: NotificationSounds
+    let directories: Directories
 
     /// Longest kept summary and body, in UTF-8 bytes; longer is cut with `…`.
     static let longestSummary = 1024
@@ -68,6 +69,7 @@ final class NotificationService: Sendable {
         iconOf: @escaping @Sendable (String) -> String? = { _ in nil }, environment: [String: String] = [:]
     ) {
         self.connection = connection
+        self.directories = directories
         sounds = NotificationSounds(themes: SoundThemes(directories: directories), environment: environment, log: log)
         lanes = NotificationLanes(onLoop: { job in connection.submit(job) })
         self.appOf = appOf

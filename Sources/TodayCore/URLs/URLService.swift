@@ -164,6 +164,11 @@ final class URLService: Sendable {
         apps.withLock { $0.first { $0.bundleIdentifier.rawValue == id }?.displayName }
     }
 
+    /// The folder of the installed app bundle `id`.
+    func appFolder(_ id: String) -> String? {
+        apps.withLock { $0.first { $0.bundleIdentifier.rawValue == id }?.path }
+    }
+
     /// Whether `id` is an installed app bundle, or a running app that registered as one.
     func knowsApp(_ id: BundleID) -> Bool {
         apps.withLock { $0.contains { $0.bundleIdentifier == id } } || identities.registrations.contains { $0.1 == id.rawValue }
