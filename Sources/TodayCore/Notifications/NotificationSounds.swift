@@ -127,8 +127,6 @@ final class NotificationSounds: Sendable {
     private let environment: [String]
     private let path: [String]
     private let log: Logger
-    /// Called with each command a sound was played with (tests).
-    private let played: (@Sendable ([String]) -> Void)?
 
     /// The longest a sound plays.
     static let longest = Duration.seconds(10)
@@ -140,12 +138,11 @@ final class NotificationSounds: Sendable {
         ["pw-play"], ["paplay"], ["mpv", "--no-config", "--load-scripts=no", "--no-video", "--no-terminal", "--really-quiet", "--"],
     ]
 
-    init(themes: SoundThemes, environment: [String: String], log: Logger, played: (@Sendable ([String]) -> Void)? = nil) {
+    init(themes: SoundThemes, environment: [String: String], log: Logger) {
         self.themes = themes
         self.environment = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
         self.log = log
-        self.played = played
     }
 
     /// The player's command, before the file: `command` where it is given
@@ -230,7 +227,6 @@ final class NotificationSounds: Sendable {
             return
         }
         let argv = player + [file]
-        played?(argv)
         var limits = ProviderLimits()
         limits.timeout = Self.longest
         limits.grace = .milliseconds(200)
