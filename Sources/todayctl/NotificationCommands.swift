@@ -205,10 +205,19 @@ struct NotifyRequest {
 
 // MARK: todayctl notifications
 
-/// `todayctl notifications [list | dismiss ID | clear [APP] | invoke ID KEY
-/// | reply ID TEXT | dnd [on|off|toggle|schedule FROM TO|schedule none] |
-/// policy [APP [KEY=VALUE… | reset]] | watch]` (SPEC section 15), on
-/// todayd's own Notifications interface.
+/// The id of the newest open notification (the banner most recently
+/// shown), for `dismiss` and `invoke` without one.
+private func newestOpen(_ center: NotificationCenterClient, for verb: String) async throws -> UInt32 {
+    guard let newest = try await center.list().first(where: \.isOpen) else {
+        throw Failure.refused("no open notification to \(verb); `todayctl notifications list` shows the list, and `\(verb) ID` acts on one of it")
+    }
+    return newest.id
+}
+
+/// `todayctl notifications [list | dismiss [ID] | clear [APP] | invoke [ID
+/// [KEY]] | reply ID TEXT | dnd [on|off|toggle|schedule FROM TO|schedule
+/// none] | policy [APP [KEY=VALUE… | reset]] | watch]` (SPEC section 15),
+/// on todayd's own Notifications interface.
 func notifications(_ client: Client, _ arguments: [String], json: Bool) async throws {
     let center = NotificationCenterClient(client)
     let verb = arguments.first ?? "list"
@@ -218,6 +227,11 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
             throw Failure.usage("'\(text ?? "")' is not a notification id; `todayctl notifications list` shows them")
         }
         return id
+    }
+    /// The notification `given` names, else the newest open one.
+    func target(_ given: String?) async throws -> UInt32 {
+        if let given { return try id(given) }
+        return try await newestOpen(center, for: verb)
     }
     func expect(_ count: ClosedRange<Int>) throws {
         guard count.contains(operands.count) else { throw Failure.usage("notifications \(verb): wrong number of arguments") }
@@ -234,18 +248,23 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
             for entry in entries { Out.line(NotificationLine.text(entry)) }
         }
     case "dismiss":
-        try expect(1...1)
-        try await center.call(Notifications.Center.dismiss, try id(operands.first))
+        // Without an id, the newest open one: a key binding's
+        // `makoctl dismiss` or `dunstctl close`.
+        try expect(0...1)
+        try await center.call(Notifications.Center.dismiss, try await target(operands.first))
     case "clear":
         try expect(0...1)
         try await center.call(Notifications.Center.dismissAll, operands.first ?? "")
     case "invoke":
-        try expect(2...2)
+        // Without a key, `default`; without an id either, on the newest
+        // open one: `makoctl invoke`, `dunstctl action`.
+        try expect(0...2)
         var platform: [(String, Value)] = []
         if let token = ProcessInfo.processInfo.environment["XDG_ACTIVATION_TOKEN"], !token.isEmpty {
             platform.append(("activation-token", .string(token)))
         }
-        try await center.call(Notifications.Center.invokeAction, try id(operands[0]), operands[1], VariantDictionary(platform))
+        try await center.call(
+            Notifications.Center.invokeAction, try await target(operands.first), operands.count > 1 ? operands[1] : "default", VariantDictionary(platform))
     case "reply":
         try expect(2...2)
         try await center.call(Notifications.Center.reply, try id(operands[0]), operands[1])

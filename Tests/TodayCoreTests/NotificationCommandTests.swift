@@ -228,6 +228,39 @@ import TodayProtocol
         #expect(extra.status == 2 && extra.error.contains("reload takes no operands"), "\(extra)")
     }
 
+    /// Key bindings, as mako and dunst users have them: `dismiss` without
+    /// an id closes the newest open notification (`makoctl dismiss`,
+    /// `dunstctl close`), `invoke` without one chooses `default` on it
+    /// (`makoctl invoke`, `dunstctl action`); with none open, both say so.
+    @Test func dismissAndInvokeWithoutAnIdActOnTheNewestOpenOne() async throws {
+        let todayd = try await RestartableTodayd("newest")
+        defer { todayd.remove() }
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        let none = try await Self.todayctl(address, ["notifications", "dismiss"])
+        #expect(none.status == 1 && none.error.contains("no open notification to dismiss"), "\(none)")
+
+        let first = try Waiting(address, ["Build failed", "--action", "default=Open the log"])
+        _ = try await eventually(5) { try await Self.property(client, "Count") == .uint32(1) }
+        let second = try Waiting(address, ["Lunch?"])
+        _ = try await eventually(5) { try await Self.property(client, "Count") == .uint32(2) }
+        #expect(try await Self.todayctl(address, ["notifications", "dismiss"]).status == 0)
+        #expect(try await second.result().output.contains("dismissed"), "the newest went")
+        #expect(try await Self.property(client, "Count") == .uint32(1))
+        #expect(try await Self.todayctl(address, ["notifications", "invoke"]).status == 0)
+        #expect(try await first.result() == (0, "default\n"))
+
+        // Expired, it stays in the list closed: nothing open to act on.
+        let expired = try await Self.todayctl(address, ["notify", "Backup done", "--timeout", "100"])
+        #expect(expired.status == 0, "\(expired)")
+        _ = try await eventually(5) { (try? await NotificationServerTests.list(client).first?["open"]) == .boolean(false) }
+        let nothing = try await Self.todayctl(address, ["notifications", "invoke"])
+        #expect(nothing.status == 1 && nothing.error.contains("no open notification to invoke"), "\(nothing)")
+        #expect(try await Self.property(client, "Count") == .uint32(1))
+    }
+
     /// A notifications.plist that does not read (an edit half done) is
     /// the user's: a change through D-Bus is refused with what is wrong
     /// and what to do, and the file stays byte for byte; once it reads,
