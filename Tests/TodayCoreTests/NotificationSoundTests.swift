@@ -131,6 +131,8 @@ import TodayProtocol
         /// `hints`: the bytes of sound past the header, 0 where nothing
         /// played (looked at after a second).
         func played(_ hints: [String], app: String = "Mail", urgency: String = "normal", expected: Bool) async throws -> Int {
+            // A quarter of a second at least between two sounds.
+            try await Task.sleep(for: .milliseconds(300))
             try? FileManager.default.removeItem(atPath: heard)
             let sent = try await run(
                 ["DBUS_SESSION_BUS_ADDRESS=\(daemon.address)", NotificationServerTests.notifySend, "--app-name", app, "--urgency", urgency]
@@ -199,6 +201,8 @@ import TodayProtocol
         try await tram.center("RegisterApp", [.string(app)])
 
         func played(_ sound: String) async throws -> Int {
+            // A quarter of a second at least between two sounds.
+            try await Task.sleep(for: .milliseconds(300))
             try? FileManager.default.removeItem(atPath: heard)
             let content = Value.vardict([("title", .string("Tram")), ("sound", .string(sound))])
             try await ScheduledNotificationTests.call(tram, "Schedule", [.string("now-\(sound)"), content, .vardict([])])
@@ -221,5 +225,44 @@ import TodayProtocol
         } catch let error as DBusError {
             #expect(error.name == .invalidArgs && error.message.contains("content 'sound'"), "\(error)")
         }
+    }
+
+    /// A flood of notifications with sounds (50 in a burst) starts one
+    /// player, and a quarter of a second later the next sound plays. The
+    /// player is a shell script counting its starts: the file arrives as
+    /// an argument, never in the script's text.
+    @Test func aBurstSoundsOnce() async throws {
+        let home = try temporaryDirectory("sound-burst")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let bell = home.path + "/bell.wav"
+        try Self.tone(seconds: 0.1).write(to: URL(fileURLWithPath: bell))
+        let starts = home.path + "/starts"
+        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
+        let command = ["/bin/sh", "-c", #"printf '%s\n' "$1" >> "$0""#, starts]
+        try Plist.write(.dictionary(["SoundCommand": .array(command.map(PlistValue.string))]), format: .xml)
+            .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        func notify(_ n: Int) async throws {
+            _ = try await client.call(
+                Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name,
+                Notifications.Freedesktop.notify, "Chat", UInt32(0), "", "message \(n)", "", [String](), VariantDictionary([("sound-file", .string(bell))]),
+                Int32(-1))
+        }
+        func started() -> [String] { ((try? String(contentsOfFile: starts, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<50 { group.addTask { try await notify(n) } }
+            try await group.waitForAll()
+        }
+        #expect(try await eventually(5) { started() == [bell] }, "\(started())")
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(started() == [bell], "the burst sounded once: \(started())")
+        try await notify(100)
+        #expect(try await eventually(5) { started() == [bell, bell] }, "\(started())")
     }
 }

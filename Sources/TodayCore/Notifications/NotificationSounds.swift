@@ -109,13 +109,18 @@ struct SoundThemes: Sendable {
 /// user's `SoundCommand` from notifications.plist, else the first of
 /// pw-play (PipeWire), paplay (PulseAudio) and mpv found on PATH; started
 /// without a shell, the file its last argument, in the session's
-/// environment. One sound at a time: one asked for while another plays is
-/// not played (a burst of notifications sounds once), and a player still
-/// running after `longest` is stopped. Where the player cannot start or
+/// environment. One sound at a time, and a quarter of a second at least
+/// between two: one asked for meanwhile is not played (a burst of
+/// notifications sounds once, and a flood starts no more than four
+/// players a second), and a player still running after `longest` is
+/// stopped. Where the player cannot start or
 /// fails, sounds are not tried again for a minute.
 final class NotificationSounds: Sendable {
     private struct State {
         var playing = false
+        /// When the last sound was started: a flood of notifications with
+        /// sounds starts one at most every `gap`, found or not.
+        var lastStart: ContinuousClock.Instant?
         /// Until when no sound is played, after a player failed.
         var heldUntil: ContinuousClock.Instant?
         /// The player's failure has been logged since it last worked.
@@ -130,6 +135,8 @@ final class NotificationSounds: Sendable {
 
     /// The longest a sound plays.
     static let longest = Duration.seconds(10)
+    /// The shortest time between two sounds' starts.
+    static let gap = Duration.milliseconds(250)
 
     /// The players looked for on PATH, each with what goes before the file.
     /// mpv runs without the user's configuration and without scripts:
@@ -194,8 +201,11 @@ final class NotificationSounds: Sendable {
     func play(_ sound: NotificationSound, command: [String], theme: String) {
         let now = ContinuousClock.now
         let start = state.withLock { state -> Bool in
-            guard !state.playing, state.heldUntil.map({ now >= $0 }) ?? true else { return false }
+            guard !state.playing, state.heldUntil.map({ now >= $0 }) ?? true, state.lastStart.map({ now - $0 >= Self.gap }) ?? true else {
+                return false
+            }
             state.playing = true
+            state.lastStart = now
             return true
         }
         guard start else { return }
