@@ -93,6 +93,28 @@ import TodayProtocol
 
     static let mpv = "/usr/bin/mpv"
 
+    /// mpv decoding a sound and writing what it would play to `heard`.
+    static func mpv(writingTo heard: String) -> [String] {
+        [mpv, "--no-config", "--load-scripts=no", "--no-video", "--no-terminal", "--ao=pcm", "--ao-pcm-file=\(heard)", "--"]
+    }
+
+    /// notifications.plist under `home` with `command` as its SoundCommand.
+    static func soundCommand(_ command: [String], in home: URL) throws {
+        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
+        try Plist.write(.dictionary(["SoundCommand": .array(command.map(PlistValue.string))]), format: .xml)
+            .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
+    }
+
+    /// Whether a player writing to `heard` is running (one sound at a
+    /// time: the next plays only once it is gone).
+    static func running(_ heard: String) -> Bool {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return processes.contains { pid in
+            guard Int(pid) != nil, let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return String(decoding: line, as: UTF8.self).contains("--ao-pcm-file=\(heard)")
+        }
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: mpv) && FileManager.default.isExecutableFile(atPath: NotificationServerTests.notifySend),
         "needs mpv and notify-send (apt-get install mpv libnotify-bin)"))
     func aNotificationsSoundIsPlayedByThePlayer() async throws {
@@ -104,12 +126,8 @@ import TodayProtocol
         try Self.tone().write(to: URL(fileURLWithPath: chime))
         let bell = home.path + "/bell.wav"
         try Self.tone(seconds: 0.2).write(to: URL(fileURLWithPath: bell))
-        // mpv decodes the sound and writes what it would play to a file.
         let heard = home.path + "/heard.wav"
-        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
-        let command = [Self.mpv, "--no-config", "--load-scripts=no", "--no-video", "--no-terminal", "--ao=pcm", "--ao-pcm-file=\(heard)", "--"]
-        try Plist.write(.dictionary(["SoundCommand": .array(command.map(PlistValue.string))]), format: .xml)
-            .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
+        try Self.soundCommand(Self.mpv(writingTo: heard), in: home)
         let bundles = try BundleFolder()
         defer { bundles.remove() }
         let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
@@ -118,15 +136,6 @@ import TodayProtocol
         defer { client.close() }
         _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
 
-        /// Whether the player of this test is running (one sound at a
-        /// time: the next is played only once it is gone).
-        func playing() -> Bool {
-            let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-            return processes.contains { pid in
-                guard Int(pid) != nil, let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
-                return String(decoding: line, as: UTF8.self).contains("--ao-pcm-file=\(heard)")
-            }
-        }
         /// What mpv wrote for the notification notify-send sends with
         /// `hints`: the bytes of sound past the header, 0 where nothing
         /// played (looked at after a second).
@@ -140,10 +149,10 @@ import TodayProtocol
             #expect(sent.status == 0, "\(sent.error)")
             func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: heard))?[.size] as? Int) ?? 0 }
             if expected {
-                _ = try await eventually(10) { size() > 44 && !playing() }
+                _ = try await eventually(10) { size() > 44 && !Self.running(heard) }
             } else {
                 try await Task.sleep(for: .seconds(1))
-                #expect(!playing())
+                #expect(!Self.running(heard))
             }
             return max(size() - 44, 0)
         }
@@ -188,10 +197,7 @@ import TodayProtocol
         try FileManager.default.createDirectory(atPath: (own as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Self.tone(seconds: 0.9).write(to: URL(fileURLWithPath: own))
         let heard = home.path + "/heard.wav"
-        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
-        let command = [Self.mpv, "--no-config", "--load-scripts=no", "--no-video", "--no-terminal", "--ao=pcm", "--ao-pcm-file=\(heard)", "--"]
-        try Plist.write(.dictionary(["SoundCommand": .array(command.map(PlistValue.string))]), format: .xml)
-            .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
+        try Self.soundCommand(Self.mpv(writingTo: heard), in: home)
         let daemon = try TodayDaemon(bundles: [Paths.examples], home: home)
         defer { daemon.stop() }
         let client = try await daemon.ready()
@@ -207,10 +213,7 @@ import TodayProtocol
             let content = Value.vardict([("title", .string("Tram")), ("sound", .string(sound))])
             try await ScheduledNotificationTests.call(tram, "Schedule", [.string("now-\(sound)"), content, .vardict([])])
             func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: heard))?[.size] as? Int) ?? 0 }
-            let running = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.contains { pid in
-                Int(pid) != nil && FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self).contains(heard) } == true
-            } ?? false }
-            _ = try await eventually(10) { size() > 44 && !running() }
+            _ = try await eventually(10) { size() > 44 && !Self.running(heard) }
             return max(size() - 44, 0)
         }
         let standard = try await played("default")
@@ -237,10 +240,7 @@ import TodayProtocol
         let bell = home.path + "/bell.wav"
         try Self.tone(seconds: 0.1).write(to: URL(fileURLWithPath: bell))
         let starts = home.path + "/starts"
-        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
-        let command = ["/bin/sh", "-c", #"printf '%s\n' "$1" >> "$0""#, starts]
-        try Plist.write(.dictionary(["SoundCommand": .array(command.map(PlistValue.string))]), format: .xml)
-            .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
+        try Self.soundCommand(["/bin/sh", "-c", #"printf '%s\n' "$1" >> "$0""#, starts], in: home)
         let bundles = try BundleFolder()
         defer { bundles.remove() }
         let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
