@@ -523,6 +523,36 @@ import TodayProtocol
         #expect(try await eventually(10) { try await Self.layout(client).prefix(3) == [third, kind, tokyo] })
     }
 
+    /// layout.plist removed and written again at once (`git checkout` in a
+    /// dotfiles repository, stow) leaves the instances where they are: no
+    /// Layout without them in between. Removed for good, the layout goes
+    /// after `removalGrace`, and the added instances with it.
+    @Test(.timeLimit(.minutes(1)))
+    func aLayoutRemovedAndWrittenAgainKeepsItsInstances() async throws {
+        let (bundles, daemon, client) = try await Self.clockService()
+        defer { Self.stop(bundles, daemon, client) }
+        let tokyo = try await Self.add(client, [("zone", .string("Asia/Tokyo"))])
+        let kind = WidgetInstanceID(kind: Self.clock)
+        #expect(try await Self.layout(client) == [kind, tokyo])
+        let path = daemon.home.path + "/.config/todayd/layout.plist"
+        let kept = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(unlink(path) == 0)
+        try await Task.sleep(for: .milliseconds(150))
+        try kept.write(to: URL(fileURLWithPath: path + ".new"))
+        #expect(rename(path + ".new", path) == 0)
+        var seen: Set<[WidgetInstanceID]> = []
+        let until = ContinuousClock.now + .seconds(1.5)
+        while ContinuousClock.now < until {
+            seen.insert(try await Self.layout(client))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(seen == [[kind, tokyo]], "\(seen)")
+
+        // Gone for good: the layout from ListWidgets' order, without the added one.
+        #expect(unlink(path) == 0)
+        #expect(try await eventually(5) { try await Self.layout(client) == [kind] })
+    }
+
     /// A layout.plist that does not read (an edit half done) is the
     /// user's: todayd does not write over it, neither when a rescan finds
     /// a new kind nor for a change through D-Bus, which is refused with

@@ -1,4 +1,5 @@
 import DBus
+import Dispatch
 import FoundationEssentials
 import PropertyList
 import Synchronization
@@ -56,25 +57,44 @@ extension WidgetService {
 
     /// Reads layout.plist again, unless it is the one todayd wrote last:
     /// when the watcher sees it change, and before a change of the layout
-    /// is written.
-    func readLayoutAgain() {
+    /// is written. A file that went away is looked at again after
+    /// `removalGrace`, and only then, still away, taken as gone.
+    func readLayoutAgain(removalSettled: Bool = false) {
         // Read under the lock its writes hold: what is read is never
         // older than the layout kept.
-        let catalog = state.withLock { state in takeInEdit(&state) ? state.catalog : nil }
+        let (catalog, removed) = state.withLock { state -> (BundleCatalog?, Bool) in
+            if takeInEdit(&state, removalSettled: removalSettled) { return (state.catalog, false) }
+            return (nil, !removalSettled && state.writtenLayout != nil && FileIdentity(of: layoutStore.path) == nil)
+        }
+        if removed {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(Self.removalGrace / .milliseconds(1)))) { [weak self] in
+                self?.readLayoutAgain(removalSettled: true)
+            }
+        }
         guard let catalog else { return }
         update(from: catalog)
     }
+
+    /// How long layout.plist may be away before it counts as removed: a
+    /// dotfile manager, `git checkout` or an editor's save removes the file
+    /// and writes it again, and the added instances would otherwise leave
+    /// (their objects unexported, Layout announced without them) and come
+    /// back a moment later.
+    static let removalGrace = Duration.milliseconds(500)
 
     /// Takes layout.plist into `state.layout` where it is not the file the
     /// layout was last written to or read from: an edit the watcher has not
     /// told of yet, or cannot (behind a symbolic link), so that todayd
     /// never writes its layout over an edit it has not read. Whether the
-    /// layout changed. A file that does not read leaves it as it was.
-    func takeInEdit(_ state: inout State) -> Bool {
+    /// layout changed. A file that does not read leaves it as it was, and
+    /// so does one that went away, until `removalSettled` (its removal
+    /// has lasted `removalGrace`).
+    func takeInEdit(_ state: inout State, removalSettled: Bool = false) -> Bool {
         // Looked at before it is read: a change while it is read is
         // read again at its own event.
         let seen = FileIdentity(of: layoutStore.path)
         if let written = state.writtenLayout, seen == written { return false }
+        if seen == nil, state.writtenLayout != nil, !removalSettled { return false }
         let read: WidgetLayout
         do {
             read = try layoutStore.load { log.warning($0) }
