@@ -196,9 +196,19 @@ final class RestartableTodayd {
         try Data("<?xml version=\"1.0\"?><plist><dict><key>DoNotDi".utf8).write(to: URL(fileURLWithPath: file))
         #expect(try await eventually(5) { daemon.logText.contains("is not a property list (") && daemon.logText.contains("the settings stay as they were: fix it, or remove it for the defaults") }, "\(daemon.logText)")
         #expect(try await doNotDisturb() == .boolean(false))
-        // Removed, the defaults come back.
+        // Removed and written again at once (git checkout, stow): Do Not
+        // Disturb stays on throughout.
         try Plist.write(.dictionary(["DoNotDisturb": .boolean(true)]), format: .xml).write(to: URL(fileURLWithPath: file))
         #expect(try await eventually(5) { try await doNotDisturb() == .boolean(true) })
+        let settings = try Data(contentsOf: URL(fileURLWithPath: file))
+        try FileManager.default.removeItem(atPath: file)
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(try await doNotDisturb() == .boolean(true))
+        try settings.write(to: URL(fileURLWithPath: file))
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(try await doNotDisturb() == .boolean(true))
+        #expect(announced.value["DoNotDisturb"] == .boolean(true))
+        // Removed for good, the defaults come back.
         try FileManager.default.removeItem(atPath: file)
         #expect(try await eventually(5) { try await doNotDisturb() == .boolean(false) })
         #expect(try await eventually(5) { announced.value["DoNotDisturbSchedule"] == .structure([.string(""), .string("")]) })

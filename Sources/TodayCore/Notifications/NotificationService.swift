@@ -1,4 +1,5 @@
 import DBus
+import Dispatch
 import FoundationEssentials
 import Posix
 import PropertyList
@@ -707,7 +708,17 @@ final class NotificationService: Sendable {
     /// the watcher sees it change, and at a reload (SIGHUP, `todayctl
     /// reload`), which also reaches a file the watcher cannot see change
     /// (a symbolic link's target in another folder, no inotify).
-    func readSettingsAgain() {
+    func readSettingsAgain(removalSettled: Bool = false) {
+        // A file that went away, while the settings are not the defaults,
+        // is looked at again after a grace (as layout.plist is): a dotfile
+        // manager or `git checkout` removes it and writes it again, and
+        // Do Not Disturb would otherwise be off in between.
+        if !removalSettled, !FileSystem.exists(settingsPath), book.withLock({ $0.settings != NotificationSettings() }) {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(WidgetService.removalGrace / .milliseconds(1)))) {
+                [weak self] in self?.readSettingsAgain(removalSettled: true)
+            }
+            return
+        }
         let changed = settingsFile.withLock { _ -> NotificationSettings? in
             guard let read = Self.readSettings(settingsPath, log: log) else { return nil }
             return book.withLock { book in
