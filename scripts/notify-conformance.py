@@ -72,6 +72,9 @@ report("x-dunst-stack-tag replaces", "same id" if stacked == restacked else "ano
 synced = notify("sync 1", hints={"x-canonical-private-synchronous": "sync"})
 resynced = notify("sync 2", hints={"x-canonical-private-synchronous": "sync"})
 report("x-canonical-private-synchronous replaces", "same id" if synced == resynced else "another id")
+plain = notify("brightness 10", hints={"synchronous": "brightness"})
+replain = notify("brightness 20", hints={"synchronous": "brightness"})
+report("synchronous replaces", "same id" if plain == replain else "another id")
 
 image = dbus.Struct((2, 2, 8, True, 8, 4, dbus.ByteArray(b"\x01\x02\x03")), signature="iiibiiay")
 report("image-data with 3 bytes for 2x2 RGBA", error_name(lambda: notify("short picture", hints={"image-data": image})))

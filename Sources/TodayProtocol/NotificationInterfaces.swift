@@ -70,7 +70,7 @@ public enum Notifications {
 
         public static let capabilities = [
             "actions", "action-icons", "body", "body-hyperlinks", "body-markup", "icon-static", "persistence", "inline-reply", "inhibitions",
-            "x-canonical-private-synchronous",
+            "x-canonical-private-synchronous", "x-dunst-stack-tag", "private-synchronous", "synchronous",
         ]
     }
 

@@ -60,6 +60,38 @@ final class RestartableTodayd {
         return environment
     }
 
+    /// Volume and brightness scripts: each of the four names dunst reads
+    /// a stack tag by replaces the app's notification with that tag, in
+    /// place; another app's keeps its own.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: notifySend), "needs notify-send (apt-get install libnotify-bin)"))
+    func stackTagsByEveryNameDunstReads() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        func send(_ app: String, _ hint: String, _ summary: String) async throws -> String {
+            let sent = try await run(
+                ["DBUS_SESSION_BUS_ADDRESS=\(daemon.address)", Self.notifySend, "--print-id", "--app-name", app, "--hint", "string:\(hint):level", summary])
+            #expect(sent.status == 0, "\(sent.error)")
+            return sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for hint in ["synchronous", "private-synchronous", "x-canonical-private-synchronous", "x-dunst-stack-tag"] {
+            let app = "volume-\(hint)"
+            let first = try await send(app, hint, "Volume 10%")
+            #expect(try await send(app, hint, "Volume 20%") == first, "\(hint)")
+            #expect(try await send("other-\(hint)", hint, "Brightness 50%") != first, "\(hint): another app's")
+        }
+        let summaries = try await Self.list(client).compactMap { $0["summary"]?.string }
+        #expect(summaries.filter { $0.hasPrefix("Volume") } == Array(repeating: "Volume 20%", count: 4), "\(summaries)")
+        let capabilities = try await run(
+            ["gdbus", "call", "--address", daemon.address, "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
+             "--method", "org.freedesktop.Notifications.GetCapabilities"])
+        #expect(capabilities.output.contains("'x-dunst-stack-tag'") && capabilities.output.contains("'synchronous'"), "\(capabilities.output)")
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: notifySend), "needs notify-send (apt-get install libnotify-bin)"))
     func notifySendWaitsForTheActionChosenFromTheList() async throws {
         let bundles = try BundleFolder()

@@ -192,7 +192,7 @@ extension NotificationService {
     /// The hints Notify reads itself; the others are kept as sent.
     static let readHints: Set<String> = [
         "urgency", "category", "desktop-entry", "image-data", "image_data", "icon_data", "image-path", "image_path", "value", "resident",
-        "transient", "x-canonical-private-synchronous", "x-dunst-stack-tag",
+        "transient", "x-canonical-private-synchronous", "x-dunst-stack-tag", "private-synchronous", "synchronous",
     ]
 
     /// The app a notification belongs to (SPEC section 14): the sender's
@@ -256,7 +256,10 @@ extension NotificationService {
         }
         notification.resident = try flag("resident")
         notification.transient = try flag("transient")
-        notification.stackTag = try string("x-canonical-private-synchronous") ?? string("x-dunst-stack-tag")
+        // The stack tag under each name dunst reads it by: volume and
+        // brightness scripts written for dunst send `synchronous`.
+        notification.stackTag =
+            try string("x-canonical-private-synchronous") ?? string("x-dunst-stack-tag") ?? string("private-synchronous") ?? string("synchronous")
         notification.hints = VariantDictionary(hints.value.dictionaryEntries.compactMap { entry in
             guard let key = entry.key.string, !readHints.contains(key) else { return nil }
             return (key, entry.value.unwrapped)
