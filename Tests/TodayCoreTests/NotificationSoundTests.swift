@@ -89,6 +89,8 @@ import TodayProtocol
         let wrong = NotificationSettings(plist: ["SoundCommand": .string("paplay --volume=3"), "SoundTheme": .string("../x")], problems: &problems)
         #expect(wrong.soundCommand.isEmpty && wrong.soundTheme.isEmpty)
         #expect(problems.count == 2 && problems[0].hasPrefix("SoundCommand must be a list of strings"), "\(problems)")
+        problems = []
+        #expect(NotificationSettings(plist: ["SoundCommand": .array([])], problems: &problems).soundCommand.isEmpty && problems.isEmpty)
     }
 
     static let mpv = "/usr/bin/mpv"

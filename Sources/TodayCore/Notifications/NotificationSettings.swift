@@ -136,7 +136,8 @@ struct NotificationSettings: Equatable, Sendable {
             scheduleFrom = ""
             scheduleTo = ""
         }
-        if let command = plist["SoundCommand"] {
+        // An empty list is the default, as no list is.
+        if let command = plist["SoundCommand"], command.array?.isEmpty != true {
             let words = command.array?.compactMap(\.string) ?? []
             if words.count == command.array?.count, let program = words.first, !program.isEmpty {
                 soundCommand = words
