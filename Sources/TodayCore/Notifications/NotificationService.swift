@@ -58,6 +58,8 @@ final class NotificationService: Sendable {
     private let countsShown: Mutex<(count: UInt32, unseen: UInt32)>
     /// Plays the sounds notifications ask for.
     let sounds: NotificationSounds
+    /// Runs the user's NotifyCommand.
+    let commands: NotifyCommand
     let directories: Directories
 
     /// Longest kept summary and body, in UTF-8 bytes; longer is cut with `…`.
@@ -72,6 +74,7 @@ final class NotificationService: Sendable {
         self.connection = connection
         self.directories = directories
         sounds = NotificationSounds(themes: SoundThemes(directories: directories), environment: environment, log: log)
+        commands = NotifyCommand(environment: environment, log: log)
         lanes = NotificationLanes(onLoop: { job in connection.submit(job) })
         self.appOf = appOf
         self.iconOf = iconOf
@@ -302,11 +305,18 @@ final class NotificationService: Sendable {
     struct Posted: Sendable {
         let id: UInt32
         let effects: [NotificationBook.Effect]
+        /// The user's NotifyCommand and the notification it runs for, where
+        /// there is one.
+        var command: (argv: [String], notification: TodayNotification)?
     }
 
-    /// Sends what a post left to announce.
+    /// Sends what a post left to announce, and runs the user's
+    /// NotifyCommand for it.
     func announce(_ posted: Posted) {
         carryOut(posted.effects, kept: true)
+        if let (argv, notification) = posted.command {
+            commands.run(argv, for: notification, shown: posted.effects.contains(.banner(posted.id)))
+        }
     }
 
     /// Posts `posting` and keeps what follows; the store has it before
@@ -338,7 +348,8 @@ final class NotificationService: Sendable {
         // Handed to the book whole, so that the notification it makes of
         // it is its fields' one owner (`postUndoably`).
         var handed: NotificationBook.Posting? = consume posting
-        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], undo: NotificationBook.Undo, sooner: Bool), NotificationBook.Refusal> = try book.withLock { book in
+        typealias Command = (argv: [String], notification: TodayNotification)
+        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], undo: NotificationBook.Undo, sooner: Bool, command: Command?), NotificationBook.Refusal> = try book.withLock { book in
             // An id is on disk (reserved) before it is given. The next
             // block is reserved in the background once half of this one is
             // given; only where none is left (that write failed, or a burst
@@ -366,7 +377,10 @@ final class NotificationService: Sendable {
                     book.expiryLooksAt = expires
                     sooner = true
                 }
-                return .success((id, effects, undo, sooner))
+                // A copy of the notification only where a command runs for it.
+                let argv = book.settings.notifyCommand
+                let command = argv.isEmpty ? nil : book.byID[id].map { (argv, $0) }
+                return .success((id, effects, undo, sooner, command))
             } catch {
                 return .failure(error)
             }
@@ -375,7 +389,7 @@ final class NotificationService: Sendable {
         switch result {
         case .failure(let refusal):
             throw DBusError.failed("\(refusal)")
-        case .success(let (id, effects, undo, sooner)):
+        case .success(let (id, effects, undo, sooner, command)):
             // The expiry looks sooner even where the post is taken back:
             // the book's next look moved, and a look too early finds nothing.
             if sooner { expiry.withLock { $0 }?.poke() }
@@ -392,7 +406,7 @@ final class NotificationService: Sendable {
                     "the notification cannot be kept (\(error)); nothing was posted. Free some space in \(store.folder) and send it again")
             }
             for case .dropImage(let path) in effects { store.dropImage(path) }
-            return Posted(id: id, effects: effects)
+            return Posted(id: id, effects: effects, command: command)
         }
     }
 

@@ -29,6 +29,9 @@ struct NotificationSettings: Equatable, Sendable {
     /// The sound theme names are looked up in (`SoundTheme`); empty:
     /// `freedesktop`.
     var soundTheme = ""
+    /// A program and its arguments run for each notification posted
+    /// (`NotifyCommand`); empty: none.
+    var notifyCommand: [String] = []
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
     func policy(for appID: String) -> Policy {
@@ -123,6 +126,7 @@ struct NotificationSettings: Equatable, Sendable {
         // Written where set: a file without them means the defaults.
         if !soundCommand.isEmpty { plist["SoundCommand"] = .array(soundCommand.map(PlistValue.string)) }
         if !soundTheme.isEmpty { plist["SoundTheme"] = .string(soundTheme) }
+        if !notifyCommand.isEmpty { plist["NotifyCommand"] = .array(notifyCommand.map(PlistValue.string)) }
         return plist
     }
 
@@ -136,15 +140,12 @@ struct NotificationSettings: Equatable, Sendable {
             scheduleFrom = ""
             scheduleTo = ""
         }
-        // An empty list is the default, as no list is.
-        if let command = plist["SoundCommand"], command.array?.isEmpty != true {
-            let words = command.array?.compactMap(\.string) ?? []
-            if words.count == command.array?.count, let program = words.first, !program.isEmpty {
-                soundCommand = words
-            } else {
-                problems.append("SoundCommand must be a list of strings, the program first (such as pw-play); sounds play with the first player found")
-            }
-        }
+        soundCommand = Self.command(
+            plist["SoundCommand"], problems: &problems,
+            "SoundCommand must be a list of strings, the program first (such as pw-play); sounds play with the first player found")
+        notifyCommand = Self.command(
+            plist["NotifyCommand"], problems: &problems,
+            "NotifyCommand must be a list of strings, the program first (such as /home/me/bin/on-notify); no command runs")
         if let theme = plist["SoundTheme"] {
             if let name = theme.string, !name.contains("/") {
                 soundTheme = name
@@ -167,4 +168,16 @@ struct NotificationSettings: Equatable, Sendable {
     }
 
     init() {}
+
+    /// A command as the file lists it: the program, then its arguments.
+    /// An empty list is none, as no list is; anything else is `problem`.
+    private static func command(_ value: PlistValue?, problems: inout [String], _ problem: String) -> [String] {
+        guard let value, value.array?.isEmpty != true else { return [] }
+        let words = value.array?.compactMap(\.string) ?? []
+        guard words.count == value.array?.count, let program = words.first, !program.isEmpty else {
+            problems.append(problem)
+            return []
+        }
+        return words
+    }
 }

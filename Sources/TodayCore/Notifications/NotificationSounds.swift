@@ -157,18 +157,13 @@ final class NotificationSounds: Sendable {
     /// player installed; nil where there is none.
     func player(_ command: [String]) -> [String]? {
         if let program = command.first {
-            guard let found = executable(program) else { return nil }
+            guard let found = FileSystem.program(program, path: path) else { return nil }
             return [found] + command.dropFirst()
         }
         for player in Self.players {
-            if let found = executable(player[0]) { return [found] + player.dropFirst() }
+            if let found = FileSystem.program(player[0], path: path) { return [found] + player.dropFirst() }
         }
         return nil
-    }
-
-    private func executable(_ program: String) -> String? {
-        if program.contains("/") { return Files.isExecutable(program) ? program : nil }
-        return path.lazy.map { $0 + "/" + program }.first(where: Files.isExecutable)
     }
 
     /// The file that plays `sound` in `theme`, or why none does.
@@ -237,16 +232,9 @@ final class NotificationSounds: Sendable {
             return
         }
         let argv = player + [file]
-        var limits = ProviderLimits()
-        limits.timeout = Self.longest
-        limits.grace = .milliseconds(200)
-        limits.memory = 512 << 20
-        limits.output = 64 << 10
-        limits.errorLog = 4 << 10
         let ending: SpawnedProcess.Ending
         do {
-            var child = try SpawnedProcess(argv[0], arguments: CStrings(argv), directory: "/", environment: CStrings(environment))
-            ending = child.communicate(input: Data(), limits: limits, log: { [log] line in log.debug("sound player: \(line)") }, beforeReap: {}).ending
+            ending = try SpawnedProcess.runBriefly(argv, environment: environment, limit: Self.longest) { [log] line in log.debug("sound player: \(line)") }
         } catch {
             fail("cannot start the sound player \(argv[0]): \(error); notification sounds are held back for a minute")
             return
@@ -254,12 +242,8 @@ final class NotificationSounds: Sendable {
         switch ending {
         case .exited(0), .killed(.timeout):
             state.withLock { $0.failureLogged = false }
-        case .exited(let status):
-            fail("the sound player \(argv[0]) ended with status \(status) playing \(file); notification sounds are held back for a minute")
-        case .signaled(let signal):
-            fail("the sound player \(argv[0]) ended by signal \(signal) playing \(file); notification sounds are held back for a minute")
-        case .killed(let reason):
-            fail("the sound player \(argv[0]) was stopped (\(reason)) playing \(file); notification sounds are held back for a minute")
+        default:
+            fail("the sound player \(argv[0]) ended with \(ending) playing \(file); notification sounds are held back for a minute")
         }
     }
 

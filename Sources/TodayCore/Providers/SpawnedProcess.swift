@@ -374,6 +374,32 @@ struct Collected {
 
 /// NUL-terminated copies of strings, in a nil-terminated array, as
 /// execve takes its argument list and environment.
+extension SpawnedProcess {
+    /// Runs `argv` (its program a path) in exactly `environment`, with no
+    /// input and its output dropped, for `limit` at most; its standard
+    /// error goes to `log` line by line. How it ended.
+    static func runBriefly(_ argv: [String], environment: [String], limit: Duration, log: (String) -> Void) throws -> Ending {
+        var limits = ProviderLimits()
+        limits.timeout = limit
+        limits.grace = .milliseconds(200)
+        limits.memory = 512 << 20
+        limits.output = 64 << 10
+        limits.errorLog = 4 << 10
+        var child = try SpawnedProcess(argv[0], arguments: CStrings(argv), directory: "/", environment: CStrings(environment))
+        return child.communicate(input: Data(), limits: limits, log: log, beforeReap: {}).ending
+    }
+}
+
+extension SpawnedProcess.Ending: CustomStringConvertible {
+    var description: String {
+        switch self {
+        case .exited(let status): "exit status \(status)"
+        case .signaled(let signal): "signal \(signal)"
+        case .killed(let reason): "stopped (\(reason))"
+        }
+    }
+}
+
 final class CStrings: @unchecked Sendable {
     // @unchecked: the copies are made in init, only read after, and freed
     // in deinit by the list that made them.

@@ -14,6 +14,13 @@ package enum FileSystem {
         Files.exists(path)
     }
 
+    /// `program` as it would be run: itself where it is a path (and can
+    /// be run), else the first of the `path` folders' that can be run.
+    static func program(_ program: String, path: [String]) -> String? {
+        if program.contains("/") { return Files.isExecutable(program) ? program : nil }
+        return path.lazy.map { $0 + "/" + program }.first(where: Files.isExecutable)
+    }
+
     /// Whether `path` is a regular file, following symlinks.
     static func isRegularFile(_ path: String) -> Bool {
         guard let info = try? Files.status(path) else { return false }
