@@ -60,18 +60,32 @@ final class RestartableTodayd {
         return environment
     }
 
+    /// todayd with an empty bundle folder (and `home`, where given) once
+    /// it serves org.freedesktop.Notifications; `stop` ends it all.
+    static func serving(home: URL? = nil) async throws -> (daemon: TodayDaemon, client: Connection, stop: () -> Void) {
+        let bundles = try BundleFolder()
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        let stop = {
+            daemon.stop()
+            bundles.remove()
+        }
+        do {
+            let client = try await daemon.ready()
+            _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+            return (daemon, client, { client.close(); stop() })
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
     /// Volume and brightness scripts: each of the four names dunst reads
     /// a stack tag by replaces the app's notification with that tag, in
     /// place; another app's keeps its own.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: notifySend), "needs notify-send (apt-get install libnotify-bin)"))
     func stackTagsByEveryNameDunstReads() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
-        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let (daemon, client, stop) = try await Self.serving()
+        defer { stop() }
         func send(_ app: String, _ hint: String, _ summary: String) async throws -> String {
             let sent = try await run(
                 ["DBUS_SESSION_BUS_ADDRESS=\(daemon.address)", Self.notifySend, "--print-id", "--app-name", app, "--hint", "string:\(hint):level", summary])

@@ -130,13 +130,8 @@ import TodayProtocol
         try Self.tone(seconds: 0.2).write(to: URL(fileURLWithPath: bell))
         let heard = home.path + "/heard.wav"
         try Self.soundCommand(Self.mpv(writingTo: heard), in: home)
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
-        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let (daemon, _, stop) = try await NotificationServerTests.serving(home: home)
+        defer { stop() }
 
         /// What mpv wrote for the notification notify-send sends with
         /// `hints`: the bytes of sound past the header, 0 where nothing
@@ -243,13 +238,8 @@ import TodayProtocol
         try Self.tone(seconds: 0.1).write(to: URL(fileURLWithPath: bell))
         let starts = home.path + "/starts"
         try Self.soundCommand(["/bin/sh", "-c", #"printf '%s\n' "$1" >> "$0""#, starts], in: home)
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
-        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let (_, client, stop) = try await NotificationServerTests.serving(home: home)
+        defer { stop() }
         func notify(_ n: Int) async throws {
             _ = try await client.call(
                 Notifications.freedesktopName, path: Notifications.freedesktopPath, interface: Notifications.freedesktop.name,

@@ -26,13 +26,8 @@ import TodayProtocol
         try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
         try Plist.write(.dictionary(["NotifyCommand": .array([.string(script), .string(heard)])]), format: .xml)
             .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
-        _ = try await client.waitForOwner(of: Notifications.freedesktopName, timeout: .seconds(10))
+        let (daemon, _, stop) = try await NotificationServerTests.serving(home: home)
+        defer { stop() }
         func lines() -> [String] { ((try? String(contentsOfFile: heard, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
         func send(_ arguments: [String]) async throws {
             let sent = try await run(["DBUS_SESSION_BUS_ADDRESS=\(daemon.address)", NotificationServerTests.notifySend] + arguments)
