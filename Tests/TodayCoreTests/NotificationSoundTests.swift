@@ -82,10 +82,14 @@ import TodayProtocol
     @Test func theSettingsNameThePlayerAndTheTheme() {
         var problems: [String] = []
         let set = NotificationSettings(
-            plist: ["SoundCommand": .array([.string("paplay"), .string("--volume=30000")]), "SoundTheme": .string("Yaru")], problems: &problems)
+            plist: [
+                "SoundCommand": .array([.string("paplay"), .string("--volume=30000")]), "SoundTheme": .string("Yaru"),
+                "NotifyCommand": .array([.string("/home/me/bin/on-notify"), .string("--log")]),
+            ], problems: &problems)
         #expect(problems.isEmpty && set.soundCommand == ["paplay", "--volume=30000"] && set.soundTheme == "Yaru")
+        #expect(set.notifyCommand == ["/home/me/bin/on-notify", "--log"])
         #expect(NotificationSettings(plist: set.plist, problems: &problems) == set)
-        #expect(NotificationSettings().plist["SoundCommand"] == nil, "the defaults are not written down")
+        #expect(NotificationSettings().plist["SoundCommand"] == nil && NotificationSettings().plist["NotifyCommand"] == nil, "the defaults are not written down")
         let wrong = NotificationSettings(plist: ["SoundCommand": .string("paplay --volume=3"), "SoundTheme": .string("../x")], problems: &problems)
         #expect(wrong.soundCommand.isEmpty && wrong.soundTheme.isEmpty)
         #expect(problems.count == 2 && problems[0].hasPrefix("SoundCommand must be a list of strings"), "\(problems)")

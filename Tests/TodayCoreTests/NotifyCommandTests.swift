@@ -43,6 +43,8 @@ import TodayProtocol
 
         // Held back by Do Not Disturb: run too, and told so.
         #expect(try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "dnd", "on"]).status == 0)
+        let written = try Plist.read(contentsOf: home.path + "/.config/todayd/notifications.plist")
+        #expect(written["NotifyCommand"] == .array([.string(script), .string(heard)]), "a change through D-Bus keeps the command: \(written)")
         try await send(["--app-name", "Chat", "Quiet one"])
         #expect(try await eventually(5) { lines().count == 2 })
         #expect(lines().last == "Chat|Quiet one||normal|||0|1", "\(lines())")
