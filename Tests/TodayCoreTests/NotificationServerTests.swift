@@ -246,13 +246,24 @@ final class RestartableTodayd {
         // Disturb stays on throughout.
         try Plist.write(.dictionary(["DoNotDisturb": .boolean(true)]), format: .xml).write(to: URL(fileURLWithPath: file))
         #expect(try await eventually(5) { try await doNotDisturb() == .boolean(true) })
+        // An attempt where a loaded machine took half the grace or more to
+        // put the file back does not count, and another is made.
         let settings = try Data(contentsOf: URL(fileURLWithPath: file))
-        try FileManager.default.removeItem(atPath: file)
-        try await Task.sleep(for: .milliseconds(150))
-        #expect(try await doNotDisturb() == .boolean(true))
-        try settings.write(to: URL(fileURLWithPath: file))
-        try await Task.sleep(for: .milliseconds(700))
-        #expect(try await doNotDisturb() == .boolean(true))
+        var timely = 0
+        for _ in 0..<5 where timely == 0 {
+            let gone = ContinuousClock.now
+            try FileManager.default.removeItem(atPath: file)
+            try await Task.sleep(for: .milliseconds(150))
+            let during = try await doNotDisturb()
+            try settings.write(to: URL(fileURLWithPath: file))
+            let away = ContinuousClock.now - gone
+            try await Task.sleep(until: gone + WidgetService.removalGrace + .milliseconds(300))
+            #expect(try await eventually(5) { try await doNotDisturb() == .boolean(true) })
+            guard away < WidgetService.removalGrace / 2 else { continue }
+            timely += 1
+            #expect(during == .boolean(true), "the file away for \(away)")
+        }
+        #expect(timely == 1, "the file was never back within half the grace")
         #expect(announced.value["DoNotDisturb"] == .boolean(true))
         // Removed for good, the defaults come back.
         try FileManager.default.removeItem(atPath: file)

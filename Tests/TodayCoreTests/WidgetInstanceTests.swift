@@ -536,17 +536,31 @@ import TodayProtocol
         #expect(try await Self.layout(client) == [kind, tokyo])
         let path = daemon.home.path + "/.config/todayd/layout.plist"
         let kept = try Data(contentsOf: URL(fileURLWithPath: path))
-        #expect(unlink(path) == 0)
-        try await Task.sleep(for: .milliseconds(150))
-        try kept.write(to: URL(fileURLWithPath: path + ".new"))
-        #expect(rename(path + ".new", path) == 0)
-        var seen: Set<[WidgetInstanceID]> = []
-        let until = ContinuousClock.now + .seconds(1.5)
-        while ContinuousClock.now < until {
-            seen.insert(try await Self.layout(client))
-            try await Task.sleep(for: .milliseconds(20))
+        // Back 150 ms after it went. An attempt where a loaded machine took
+        // half the grace or more to put it back does not count (the
+        // layout may rightly have gone), and another is made.
+        var timely = 0
+        for _ in 0..<5 where timely == 0 {
+            let gone = ContinuousClock.now
+            #expect(unlink(path) == 0)
+            try await Task.sleep(for: .milliseconds(150))
+            try kept.write(to: URL(fileURLWithPath: path + ".new"))
+            #expect(rename(path + ".new", path) == 0)
+            let away = ContinuousClock.now - gone
+            var seen: Set<[WidgetInstanceID]> = []
+            let until = gone + WidgetService.removalGrace + .milliseconds(500)
+            while ContinuousClock.now < until {
+                seen.insert(try await Self.layout(client))
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            guard away < WidgetService.removalGrace / 2 else {
+                #expect(try await eventually(5) { try await Self.layout(client) == [kind, tokyo] })
+                continue
+            }
+            timely += 1
+            #expect(seen == [[kind, tokyo]], "\(seen), the file away for \(away)")
         }
-        #expect(seen == [[kind, tokyo]], "\(seen)")
+        #expect(timely == 1, "the file was never back within half the grace")
 
         // Gone for good: the layout from ListWidgets' order, without the added one.
         #expect(unlink(path) == 0)

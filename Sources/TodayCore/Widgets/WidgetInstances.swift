@@ -80,7 +80,7 @@ extension WidgetService {
     /// and writes it again, and the added instances would otherwise leave
     /// (their objects unexported, Layout announced without them) and come
     /// back a moment later.
-    static let removalGrace = Duration.milliseconds(500)
+    static let removalGrace = Duration.seconds(1)
 
     /// Takes layout.plist into `state.layout` where it is not the file the
     /// layout was last written to or read from: an edit the watcher has not
