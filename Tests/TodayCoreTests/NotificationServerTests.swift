@@ -240,7 +240,7 @@ final class RestartableTodayd {
         #expect(try await doNotDisturb() == .boolean(false))
         // A file half written, or broken, leaves the settings as they were.
         try Data("<?xml version=\"1.0\"?><plist><dict><key>DoNotDi".utf8).write(to: URL(fileURLWithPath: file))
-        #expect(try await eventually(5) { daemon.logText.contains("is not a property list (") && daemon.logText.contains("the settings stay as they were: fix it, or remove it for the defaults") }, "\(daemon.logText)")
+        #expect(try await eventually(5) { daemon.logText.contains("notifications.plist does not read (") && daemon.logText.contains("the settings stay as they were: fix it, or remove it for the defaults") }, "\(daemon.logText)")
         #expect(try await doNotDisturb() == .boolean(false))
         // Removed and written again at once (git checkout, stow): Do Not
         // Disturb stays on throughout.

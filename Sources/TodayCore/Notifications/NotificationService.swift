@@ -646,26 +646,40 @@ final class NotificationService: Sendable {
 
     // MARK: Settings
 
-    /// The settings in `path`: the defaults where there is none; nil, with a
-    /// warning, where it is not a property list (being written, or broken);
-    /// a warning for each value it holds wrong, which keeps its default.
-    static func readSettings(_ path: String, log: Logger) -> NotificationSettings? {
+    /// Why a settings file does not read as settings: what its parser
+    /// said, or that it holds no dictionary.
+    struct UnreadableSettings: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The settings in `path`, the defaults where there is none; each value
+    /// it holds wrong is named in `problems` and keeps its default. Throws
+    /// where the file is not a property list of a dictionary (being
+    /// written, or broken).
+    static func loadSettings(_ path: String, problems: inout [String]) throws(UnreadableSettings) -> NotificationSettings {
         guard FileSystem.exists(path) else { return NotificationSettings() }
         let read: PlistValue
         do {
             read = try Plist.read(contentsOf: path)
         } catch {
-            log.warning("\(path) is not a property list (\(error)); the settings stay as they were: fix it, or remove it for the defaults")
-            return nil
+            throw UnreadableSettings(description: "\(error)")
         }
-        guard let plist = read.dictionary else {
-            log.warning("\(path) holds no dictionary; the settings stay as they were: fix it, or remove it for the defaults")
-            return nil
-        }
+        guard let plist = read.dictionary else { throw UnreadableSettings(description: "it holds no dictionary") }
+        return NotificationSettings(plist: plist, problems: &problems)
+    }
+
+    /// `loadSettings`, its problems and its failure said in the log; nil
+    /// where the file does not read.
+    static func readSettings(_ path: String, log: Logger) -> NotificationSettings? {
         var problems: [String] = []
-        let settings = NotificationSettings(plist: plist, problems: &problems)
-        for problem in problems { log.warning("\(path): \(problem)") }
-        return settings
+        do {
+            let settings = try loadSettings(path, problems: &problems)
+            for problem in problems { log.warning("\(path): \(problem)") }
+            return settings
+        } catch {
+            log.warning("\(path) does not read (\(error)); the settings stay as they were: fix it, or remove it for the defaults")
+            return nil
+        }
     }
 
     /// Changes the settings, keeps them (durably, before the caller hears
@@ -678,18 +692,13 @@ final class NotificationService: Sendable {
         let settings = try settingsFile.withLock { _ in
             // A file that does not read is the user's, half edited: it is
             // not written over, so that nothing of the edit is lost.
-            if FileSystem.exists(settingsPath) {
-                let problem: String?
-                do {
-                    problem = try Plist.read(contentsOf: settingsPath).dictionary == nil ? "not a dictionary" : nil
-                } catch {
-                    problem = "\(error)"
-                }
-                if let problem {
-                    throw TodayError.storage(
-                        "\(settingsPath) does not read (\(problem)); todayd does not write over a file it cannot read: "
-                            + "fix it, or remove it for the defaults, and try again; the settings are unchanged")
-                }
+            var problems: [String] = []
+            do {
+                _ = try Self.loadSettings(settingsPath, problems: &problems)
+            } catch {
+                throw TodayError.storage(
+                    "\(settingsPath) does not read (\(error)); todayd does not write over a file it cannot read: "
+                        + "fix it, or remove it for the defaults, and try again; the settings are unchanged")
             }
             var settings = book.withLock { $0.settings }
             try change(&settings)

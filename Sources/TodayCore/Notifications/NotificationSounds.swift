@@ -129,8 +129,7 @@ final class NotificationSounds: Sendable {
 
     private let state = Mutex(State())
     private let themes: SoundThemes
-    private let environment: [String]
-    private let path: [String]
+    private let session: SessionPrograms
     private let log: Logger
 
     /// The longest a sound plays.
@@ -147,8 +146,7 @@ final class NotificationSounds: Sendable {
 
     init(themes: SoundThemes, environment: [String: String], log: Logger) {
         self.themes = themes
-        self.environment = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        session = SessionPrograms(environment: environment)
         self.log = log
     }
 
@@ -156,14 +154,7 @@ final class NotificationSounds: Sendable {
     /// (its program found on PATH unless it is a path), else the first
     /// player installed; nil where there is none.
     func player(_ command: [String]) -> [String]? {
-        if let program = command.first {
-            guard let found = FileSystem.program(program, path: path) else { return nil }
-            return [found] + command.dropFirst()
-        }
-        for player in Self.players {
-            if let found = FileSystem.program(player[0], path: path) { return [found] + player.dropFirst() }
-        }
-        return nil
+        command.isEmpty ? Self.players.lazy.compactMap(session.resolved).first : session.resolved(command)
     }
 
     /// The file that plays `sound` in `theme`, or why none does.
@@ -234,7 +225,7 @@ final class NotificationSounds: Sendable {
         let argv = player + [file]
         let ending: SpawnedProcess.Ending
         do {
-            ending = try SpawnedProcess.runBriefly(argv, environment: environment, limit: Self.longest) { [log] line in log.debug("sound player: \(line)") }
+            ending = try session.runBriefly(argv, limit: Self.longest) { [log] line in log.debug("sound player: \(line)") }
         } catch {
             fail("cannot start the sound player \(argv[0]): \(error); notification sounds are held back for a minute")
             return

@@ -23,16 +23,14 @@ final class NotifyCommand: Sendable {
     }
 
     private let state = Mutex(State())
-    private let environment: [String: String]
-    private let path: [String]
+    private let session: SessionPrograms
     private let log: Logger
 
     static let most = 4
     static let longest = Duration.seconds(10)
 
     init(environment: [String: String], log: Logger) {
-        self.environment = environment
-        path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        session = SessionPrograms(environment: environment)
         self.log = log
     }
 
@@ -79,14 +77,13 @@ final class NotifyCommand: Sendable {
     }
 
     private func run(_ command: [String], _ variables: [String: String]) {
-        guard let first = command.first, let program = FileSystem.program(first, path: path) else {
+        guard let argv = session.resolved(command) else {
             failed("the NotifyCommand of notifications.plist, '\(command.first ?? "")', is not a program on PATH")
             return
         }
-        let argv = [program] + command.dropFirst()
-        let environment = environment.merging(variables) { _, own in own }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let program = argv[0]
         do {
-            let ending = try SpawnedProcess.runBriefly(argv, environment: environment, limit: Self.longest) { [log] line in
+            let ending = try session.runBriefly(argv, adding: variables, limit: Self.longest) { [log] line in
                 log.debug("NotifyCommand: \(line)")
             }
             guard ending == .exited(0) else {

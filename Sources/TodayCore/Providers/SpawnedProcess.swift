@@ -390,6 +390,32 @@ extension SpawnedProcess {
     }
 }
 
+/// The session todayd runs programs of the user's in (a sound player,
+/// NotifyCommand): its environment, and PATH to find them on.
+struct SessionPrograms: Sendable {
+    let environment: [String: String]
+    let path: [String]
+
+    init(environment: [String: String]) {
+        self.environment = environment
+        path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+    }
+
+    /// `argv` with its program found (a path is taken as it is); nil where
+    /// it names none that can be run.
+    func resolved(_ argv: [String]) -> [String]? {
+        guard let first = argv.first, let program = FileSystem.program(first, path: path) else { return nil }
+        return [program] + argv.dropFirst()
+    }
+
+    /// Runs `argv` (resolved) with `variables` added to the session's
+    /// environment, as `SpawnedProcess.runBriefly` does.
+    func runBriefly(_ argv: [String], adding variables: [String: String] = [:], limit: Duration, log: (String) -> Void) throws -> SpawnedProcess.Ending {
+        let environment = environment.merging(variables) { _, own in own }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return try SpawnedProcess.runBriefly(argv, environment: environment, limit: limit, log: log)
+    }
+}
+
 extension SpawnedProcess.Ending: CustomStringConvertible {
     var description: String {
         switch self {
