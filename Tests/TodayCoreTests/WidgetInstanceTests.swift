@@ -562,6 +562,45 @@ import TodayProtocol
         }
         #expect(timely == 1, "the file was never back within half the grace")
 
+        // Removed again before the first removal's grace ran out (`git
+        // checkout` twice): the second removal counts from its own time,
+        // and the look the first one asked for finds it too early. The
+        // attempt counts where that look fell within the second removal.
+        timely = 0
+        for _ in 0..<5 where timely == 0 {
+            let gone = ContinuousClock.now
+            let watching = Task {
+                var seen: Set<[WidgetInstanceID]> = []
+                while ContinuousClock.now < gone + WidgetService.removalGrace * 2 + .milliseconds(300) {
+                    seen.insert(try await Self.layout(client))
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                return seen
+            }
+            #expect(unlink(path) == 0)
+            try await Task.sleep(for: .milliseconds(150))
+            try kept.write(to: URL(fileURLWithPath: path + ".new"))
+            #expect(rename(path + ".new", path) == 0)
+            try await Task.sleep(until: gone + .milliseconds(700))
+            let goneAgain = ContinuousClock.now
+            #expect(unlink(path) == 0)
+            try await Task.sleep(until: gone + WidgetService.removalGrace + .milliseconds(300))
+            try kept.write(to: URL(fileURLWithPath: path + ".new"))
+            #expect(rename(path + ".new", path) == 0)
+            let back = ContinuousClock.now
+            let seen = try await watching.value
+            guard goneAgain - gone < WidgetService.removalGrace - .milliseconds(150),
+                back - gone > WidgetService.removalGrace + .milliseconds(100),
+                back - goneAgain < WidgetService.removalGrace - .milliseconds(200)
+            else {
+                #expect(try await eventually(5) { try await Self.layout(client) == [kind, tokyo] })
+                continue
+            }
+            timely += 1
+            #expect(seen == [[kind, tokyo]], "\(seen), away again \(goneAgain - gone) after the first removal, for \(back - goneAgain)")
+        }
+        #expect(timely == 1, "the second removal never spanned the end of the first one's grace")
+
         // Gone for good: the layout from ListWidgets' order, without the added one.
         #expect(unlink(path) == 0)
         #expect(try await eventually(5) { try await Self.layout(client) == [kind] })

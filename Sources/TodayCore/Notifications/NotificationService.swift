@@ -35,6 +35,8 @@ final class NotificationService: Sendable {
     /// Held while the settings file is read or written, so that changes
     /// reach the disk and the list one at a time, in the same order.
     private let settingsFile = Mutex(())
+    /// When notifications.plist, gone, counts as removed.
+    private let settingsRemoval = RemovalGrace(WidgetService.removalGrace)
     /// The apps' scheduled notifications (SPEC section 18), their files,
     /// the number of the last change made to them (which orders the
     /// writes of an app), and the timer that delivers them.
@@ -731,17 +733,13 @@ final class NotificationService: Sendable {
     /// the watcher sees it change, and at a reload (SIGHUP, `todayctl
     /// reload`), which also reaches a file the watcher cannot see change
     /// (a symbolic link's target in another folder, no inotify).
-    func readSettingsAgain(removalSettled: Bool = false) {
+    func readSettingsAgain() {
         // A file that went away, while the settings are not the defaults,
-        // is looked at again after a grace (as layout.plist is): a dotfile
-        // manager or `git checkout` removes it and writes it again, and
-        // Do Not Disturb would otherwise be off in between.
-        if !removalSettled, !FileSystem.exists(settingsPath), book.withLock({ $0.settings != NotificationSettings() }) {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(WidgetService.removalGrace / .milliseconds(1)))) {
-                [weak self] in self?.readSettingsAgain(removalSettled: true)
-            }
-            return
-        }
+        // counts as removed only after a grace (as layout.plist does): a
+        // dotfile manager or `git checkout` removes it and writes it again,
+        // and Do Not Disturb would otherwise be off in between.
+        let away = !FileSystem.exists(settingsPath) && book.withLock { $0.settings != NotificationSettings() }
+        guard settingsRemoval.settled(away: away, lookAgain: { [weak self] in self?.readSettingsAgain() }) else { return }
         let changed = settingsFile.withLock { _ -> NotificationSettings? in
             guard let read = Self.readSettings(settingsPath, log: log) else { return nil }
             return book.withLock { book in

@@ -57,20 +57,11 @@ extension WidgetService {
 
     /// Reads layout.plist again, unless it is the one todayd wrote last:
     /// when the watcher sees it change, and before a change of the layout
-    /// is written. A file that went away is looked at again after
-    /// `removalGrace`, and only then, still away, taken as gone.
-    func readLayoutAgain(removalSettled: Bool = false) {
+    /// is written.
+    func readLayoutAgain() {
         // Read under the lock its writes hold: what is read is never
         // older than the layout kept.
-        let (catalog, removed) = state.withLock { state -> (BundleCatalog?, Bool) in
-            if takeInEdit(&state, removalSettled: removalSettled) { return (state.catalog, false) }
-            return (nil, !removalSettled && state.writtenLayout != nil && FileIdentity(of: layoutStore.path) == nil)
-        }
-        if removed {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(Self.removalGrace / .milliseconds(1)))) { [weak self] in
-                self?.readLayoutAgain(removalSettled: true)
-            }
-        }
+        let catalog = state.withLock { state in takeInEdit(&state) ? state.catalog : nil }
         guard let catalog else { return }
         update(from: catalog)
     }
@@ -87,14 +78,15 @@ extension WidgetService {
     /// told of yet, or cannot (behind a symbolic link), so that todayd
     /// never writes its layout over an edit it has not read. Whether the
     /// layout changed. A file that does not read leaves it as it was, and
-    /// so does one that went away, until `removalSettled` (its removal
-    /// has lasted `removalGrace`).
-    func takeInEdit(_ state: inout State, removalSettled: Bool = false) -> Bool {
+    /// so does one that went away, until it has been away for
+    /// `removalGrace` (`layoutRemoval`, which looks again then).
+    func takeInEdit(_ state: inout State) -> Bool {
         // Looked at before it is read: a change while it is read is
         // read again at its own event.
         let seen = FileIdentity(of: layoutStore.path)
+        let away = seen == nil && state.writtenLayout != nil
+        guard layoutRemoval.settled(away: away, lookAgain: { [weak self] in self?.readLayoutAgain() }) else { return false }
         if let written = state.writtenLayout, seen == written { return false }
-        if seen == nil, state.writtenLayout != nil, !removalSettled { return false }
         let read: WidgetLayout
         do {
             read = try layoutStore.load { log.warning($0) }

@@ -21,6 +21,8 @@ final class WidgetService: Sendable {
     let records: RecordWriter
     let scheduler: WidgetScheduler
     let layoutStore: LayoutStore
+    /// When layout.plist, gone, counts as removed.
+    let layoutRemoval = RemovalGrace(WidgetService.removalGrace)
     /// Hears Layout each time it changes (the Center object's property).
     let layoutObserver = Mutex<(@Sendable ([ObjectPath]) -> Void)?>(nil)
     let providers: RunningProviders
