@@ -528,7 +528,7 @@ import TodayProtocol
         #expect(text.contains("cards: 0 made, 2 kept"), "\(text)")
         let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
         kill(pid_t(pid), SIGTERM)
-        #expect(try await eventually(30) { !process.isRunning })
+        try await Self.expectEnds(view: pid_t(pid), under: process)
     }
 
     /// Edit: the gallery (each kind with its preview and Add), each card's
@@ -656,7 +656,27 @@ import TodayProtocol
         // The view ends with SIGTERM, as a session's end sends it; xvfb-run follows.
         let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
         kill(pid_t(pid), SIGTERM)
-        #expect(try await eventually(30) { !process.isRunning })
+        try await Self.expectEnds(view: pid_t(pid), under: process)
+    }
+
+    /// The view `view`, sent SIGTERM, ends, and xvfb-run (`process`) with
+    /// it; where either does not, the processes are in the message.
+    static func expectEnds(view: pid_t, under process: Process) async throws {
+        #expect(try await eventually(30) { !runs(view) }, "the view \(view) still runs 30 s after SIGTERM: \(processes())")
+        #expect(try await eventually(30) { !process.isRunning }, "xvfb-run \(process.processIdentifier) still runs 30 s after the view ended: \(processes())")
+    }
+
+    /// Whether `pid` is a process that has not ended (a zombie has).
+    static func runs(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let state = stat.split(separator: ")").last?.split(separator: " ").first
+        else { return false }
+        return state != "Z"
+    }
+
+    /// The processes, with their parents and states, for a test's message.
+    static func processes() -> String {
+        (try? runBlocking(["ps", "-eo", "pid,ppid,stat,etime,args"]).output) ?? "(ps failed)"
     }
 
     /// Under a layer-shell compositor (sway) the view is a panel along the
