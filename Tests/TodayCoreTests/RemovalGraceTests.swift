@@ -47,35 +47,25 @@ struct RemovalGraceTests {
     }
 
     /// Removed, written again, and removed again before the first removal's
-    /// grace ran out (`git checkout` twice): the first removal's look finds
-    /// the file away, but for less than the grace, and it is not settled
-    /// until the second removal's own grace has passed.
+    /// grace ran out (`git checkout` twice): the look the first removal
+    /// asked for finds the file away, but for less than the grace, and it
+    /// is settled only once the second removal's own grace has passed.
     @Test func aSecondRemovalCountsFromItsOwnTime() async throws {
-        let grace = Duration.milliseconds(400)
-        // A loaded machine that took too long between the steps leaves the
-        // first removal's look outside the second removal; another attempt
-        // is made.
-        var timely = 0
-        for _ in 0..<5 where timely == 0 {
-            let file = File(grace: grace)
-            let first = ContinuousClock.now
-            file.set(away: true)
-            try await Task.sleep(for: .milliseconds(50))
-            file.set(away: false)
-            try await Task.sleep(for: .milliseconds(100))
-            let second = ContinuousClock.now
-            file.set(away: true)
-            guard second - first < grace / 2 else {
-                try await Task.sleep(for: grace * 2)
-                continue
-            }
-            timely += 1
-            #expect(try await eventually(5) { file.looksAgain.value.count == 2 })
-            let looks = file.looksAgain.value
-            #expect(looks.map(\.settled) == [false, true], "looks at \(looks.map { $0.at - first })")
-            #expect(looks.allSatisfy { $0.at - first >= grace })
-            #expect(looks.last.map { $0.at - second >= grace } == true)
-        }
-        #expect(timely == 1, "the file was never removed again within half the grace")
+        let grace = RemovalGrace(.milliseconds(400))
+        let looks = Locked(0)
+        let lookAgain: @Sendable () -> Void = { looks.withLock { $0 += 1 } }
+        let first = ContinuousClock.now
+        #expect(!grace.settled(away: true, at: first, lookAgain: lookAgain))
+        #expect(grace.settled(away: false, at: first + .milliseconds(50), lookAgain: lookAgain))
+        let second = first + .milliseconds(150)
+        #expect(!grace.settled(away: true, at: second, lookAgain: lookAgain))
+        #expect(!grace.settled(away: true, at: first + .milliseconds(410), lookAgain: lookAgain), "the first removal's time")
+        #expect(!grace.settled(away: true, at: second + .milliseconds(399), lookAgain: lookAgain))
+        #expect(grace.settled(away: true, at: second + .milliseconds(400), lookAgain: lookAgain))
+        // One look asked for at each removal's first sight, none for the
+        // looks after it.
+        #expect(try await eventually(5) { looks.value == 2 })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(looks.value == 2)
     }
 }

@@ -12,7 +12,6 @@ import Synchronization
 /// the second removal is not taken early for the first one's time.
 final class RemovalGrace: Sendable {
     let grace: Duration
-    private let clock = ContinuousClock()
     private let awaySince = Mutex<ContinuousClock.Instant?>(nil)
 
     init(_ grace: Duration) {
@@ -22,9 +21,9 @@ final class RemovalGrace: Sendable {
     /// Notes whether the file is away now (`away`), and says whether what
     /// is there now may be taken in: true where the file is there, or has
     /// been away for the grace. At the first look that finds it away,
-    /// `lookAgain` is called once the grace has passed.
-    func settled(away: Bool, lookAgain: @escaping @Sendable () -> Void) -> Bool {
-        let now = clock.now
+    /// `lookAgain` is called once the grace has passed. `now` is the time
+    /// of the look.
+    func settled(away: Bool, at now: ContinuousClock.Instant = .now, lookAgain: @escaping @Sendable () -> Void) -> Bool {
         let (settled, first) = awaySince.withLock { since -> (Bool, Bool) in
             guard away else {
                 since = nil
