@@ -114,7 +114,7 @@ public enum Notifications {
         public static let markSeen = MethodDeclaration(MemberName("MarkSeen"), doc: "The user has seen the list: Unseen becomes 0.")
         public static let setAppPolicy = MethodDeclaration(
             MemberName("SetAppPolicy"), in: ("app_id", String.self), ("policy", VariantDictionary.self),
-            doc: "banners b, list b (kept in the list), sounds b, urgency y (overrides); app \"\": the default; an empty dict removes the policy.")
+            doc: "banners b, list b (kept in the list), sounds b, urgency y (overrides), timeout i (milliseconds open, 0: until dismissed; overrides); app \"\": the default; an empty dict removes the policy.")
 
         // Apps notify the iOS way (SPEC section 18): for a caller with a
         // bundle identity, each app its own requests.

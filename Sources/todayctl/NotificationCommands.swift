@@ -335,8 +335,11 @@ private func policy(_ center: NotificationCenterClient, _ operands: [String], js
     let policies = (try await center.property(Notifications.Center.appPolicies))?.stringDictionary ?? [:]
     func describe(_ app: String, _ policy: Value) -> String {
         let entries = (policy.stringDictionary ?? [:]).sorted { $0.key < $1.key }.map { key, value in
-            key == "urgency" ? "urgency=\(value.int64.flatMap { UInt8(exactly: $0) }.flatMap(TodayNotification.Urgency.init(rawValue:))?.name ?? "?")"
-                : "\(key)=\(value.bool.map { $0 ? "true" : "false" } ?? "?")"
+            switch key {
+            case "urgency": "urgency=\(value.int64.flatMap { UInt8(exactly: $0) }.flatMap(TodayNotification.Urgency.init(rawValue:))?.name ?? "?")"
+            case "timeout": "timeout=\(value.int64.map { $0 == 0 ? "never" : "\($0)" } ?? "?")"
+            default: "\(key)=\(value.bool.map { $0 ? "true" : "false" } ?? "?")"
+            }
         }
         return "\(app.isEmpty ? "(default)" : app): \(entries.joined(separator: " "))"
     }
@@ -368,7 +371,7 @@ private func policy(_ center: NotificationCenterClient, _ operands: [String], js
     var entries = (policies[app]?.stringDictionary ?? [:])
     for setting in settings {
         guard let equals = setting.firstIndex(of: "=") else {
-            throw Failure.usage("policy settings are KEY=VALUE (banners, list, sounds: true|false; urgency: low|normal|critical), not '\(setting)'")
+            throw Failure.usage("policy settings are KEY=VALUE (banners, list, sounds: true|false; urgency: low|normal|critical; timeout: MS|never|app), not '\(setting)'")
         }
         let key = String(setting[..<equals])
         let text = String(setting[setting.index(after: equals)...])
@@ -381,8 +384,17 @@ private func policy(_ center: NotificationCenterClient, _ operands: [String], js
         case "urgency":
             guard let urgency = TodayNotification.Urgency(name: text) else { throw Failure.usage("urgency is low, normal or critical, not '\(text)'") }
             entries[key] = .byte(urgency.rawValue)
+        case "timeout":
+            // Milliseconds, `never`, or `app` for the time the app asks.
+            if text == "app" {
+                entries[key] = nil
+            } else if let milliseconds = text == "never" ? 0 : Int32(text), milliseconds >= 0 {
+                entries[key] = .int32(milliseconds)
+            } else {
+                throw Failure.usage("timeout is milliseconds, never, or app (the time the app asks), not '\(text)'")
+            }
         default:
-            throw Failure.usage("'\(key)' is not a policy key: banners, list, sounds or urgency")
+            throw Failure.usage("'\(key)' is not a policy key: banners, list, sounds, urgency or timeout")
         }
     }
     try await center.call(Notifications.Center.setAppPolicy, app, VariantDictionary(entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))

@@ -301,9 +301,11 @@ import TodayProtocol
         let policy = try #require(try NotificationSettings.policy(["list": .boolean(false), "urgency": .byte(2)]))
         #expect(!policy.list && policy.banners && policy.urgency == .critical)
         for (entries, message) in [
-            (["colour": Value.string("red")], "no policy key 'colour': banners, list, sounds (b) and urgency (y) are"),
+            (["colour": Value.string("red")], "no policy key 'colour': banners, list, sounds (b), urgency (y) and timeout (i) are"),
             (["list": .string("no")], "policy key 'list' must be a boolean (b)"),
             (["urgency": .byte(3)], "policy key 'urgency' must be 0, 1 or 2, not 3"),
+            (["timeout": .int32(-1)], "policy key 'timeout' is milliseconds, 0 for until dismissed, not -1; leave it out for the time the app asks"),
+            (["timeout": .uint32(5000)], "policy key 'timeout' must be an int32 (i) of milliseconds"),
         ] {
             #expect(throws: TodayError.invalidArgs(message)) { try NotificationSettings.policy(entries) }
         }
@@ -316,11 +318,24 @@ import TodayProtocol
         settings.doNotDisturb = true
         settings.scheduleFrom = "22:00"
         settings.scheduleTo = "07:00"
-        settings.policies = ["org.example.Chat": .init(banners: false, list: true, sounds: false, urgency: .low), "": .init()]
+        settings.policies = [
+            "org.example.Chat": .init(banners: false, list: true, sounds: false, urgency: .low), "": .init(),
+            "org.example.Build": .init(timeout: 0), "org.example.Mail": .init(timeout: 3000),
+        ]
         var problems: [String] = []
         #expect(NotificationSettings(plist: settings.plist, problems: &problems) == settings && problems.isEmpty)
         let broken = NotificationSettings(plist: ["DoNotDisturbFrom": .string("late"), "AppPolicies": .dictionary(["x": .string("y")])], problems: &problems)
         #expect(broken.scheduleFrom.isEmpty && broken.policies.isEmpty && problems.count == 2, "\(problems)")
+        // A wrong time or urgency is named and left out; the rest of the policy holds.
+        problems = []
+        let wrong = NotificationSettings(
+            plist: ["AppPolicies": .dictionary(["a": .dictionary(["banners": .boolean(false), "timeout": .integer(-5), "urgency": .integer(7)])])],
+            problems: &problems)
+        #expect(wrong.policies["a"] == .init(banners: false), "\(wrong.policies)")
+        #expect(problems == [
+            "AppPolicies.a.urgency must be 0 (low), 1 (normal) or 2 (critical); its notifications keep the urgency the app asks",
+            "AppPolicies.a.timeout must be milliseconds (0 for until dismissed); its notifications expire as the app asks",
+        ])
     }
 
     @Test func anAppsPolicyChangesWhatItsNotificationsDo() throws {
@@ -332,6 +347,30 @@ import TodayProtocol
         #expect(book.byID[id]?.urgency == .low, "its urgency overridden")
         _ = try book.post(NotificationBookTests.posting("mail"), at: NotificationBookTests.start)
         #expect(book.count == 1)
+    }
+
+    /// An app's `timeout` (todayd's policy key, dunst's rule `timeout`):
+    /// its notifications stay open that long whatever they ask, critical
+    /// ones too; 0 keeps them open; the default policy counts for apps
+    /// without one of their own.
+    @Test func anAppsTimeoutIsTheUsers() throws {
+        let start = NotificationBookTests.start
+        var book = NotificationBook()
+        book.settings.policies["build"] = .init(timeout: 2000)
+        book.settings.policies["pager"] = .init(timeout: 0)
+        func expires(_ summary: String, app: String, urgency: TodayNotification.Urgency = .normal, timeout: Int32) throws -> Date? {
+            let id = try book.post(NotificationBookTests.posting(summary, app: app, urgency: urgency, timeout: timeout), at: start).id
+            return book.byID[id]?.expires
+        }
+        #expect(try expires("done", app: "build", timeout: 0) == start.addingTimeInterval(2), "asked never, the user says 2 s")
+        #expect(try expires("failed", app: "build", urgency: .critical, timeout: -1) == start.addingTimeInterval(2))
+        #expect(try expires("page", app: "pager", timeout: 1500) == nil, "asked 1.5 s, the user says until dismissed")
+        #expect(try expires("mail", app: "mail", timeout: 1500) == start.addingTimeInterval(1.5), "no policy: as asked")
+        book.settings.policies[""] = .init(timeout: 8000)
+        #expect(try expires("news", app: "news", urgency: .critical, timeout: 0) == start.addingTimeInterval(8), "the default policy's time")
+        #expect(try expires("built", app: "build", timeout: 0) == start.addingTimeInterval(2), "the app's own policy first")
+        let id = try book.post(NotificationBookTests.posting("later", app: "build", timeout: 0), at: start).id
+        #expect(NotificationBookTests.closed(book.expire(at: start.addingTimeInterval(2))).contains("\(id):1"))
     }
 
     /// Banners (SPEC section 15): what passes Do Not Disturb (on or

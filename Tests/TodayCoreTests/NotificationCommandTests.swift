@@ -166,6 +166,25 @@ import TodayProtocol
         let policies = try await Self.property(client, "AppPolicies")?.stringDictionary?["Mail"]?.stringDictionary
         #expect(policies?["banners"] == .boolean(false) && policies?["urgency"] == .byte(0), "\(String(describing: policies))")
         #expect(try await Self.todayctl(address, ["notifications", "policy", "Mail"]).output.contains("banners=false"))
+        // The user's time for an app: notify-send's "never" closes (expired) at 300 ms.
+        #expect(try await Self.todayctl(address, ["notifications", "policy", "Mail", "timeout=300"]).status == 0)
+        #expect(try await Self.todayctl(address, ["notifications", "policy", "Mail"]).output.contains("timeout=300"))
+        let asked = try await run(["env", "DBUS_SESSION_BUS_ADDRESS=\(address)", NotificationServerTests.notifySend, "--print-id", "--expire-time=0", "--app-name=Mail", "Build done"])
+        let expiring = try #require(UInt32(asked.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(asked)")
+        func isOpen(_ id: UInt32) async throws -> Bool? {
+            try await NotificationServerTests.list(client).first { $0["id"] == .uint32(id) }?["open"]?.bool
+        }
+        #expect(try await eventually(5) { try await isOpen(expiring) == false })
+        #expect(try await Self.todayctl(address, ["notifications", "policy", "Mail", "timeout=never"]).status == 0)
+        #expect(try await Self.todayctl(address, ["notifications", "policy", "Mail"]).output.contains("timeout=never"))
+        let stays = try await run(["env", "DBUS_SESSION_BUS_ADDRESS=\(address)", NotificationServerTests.notifySend, "--print-id", "--expire-time=200", "--app-name=Mail", "Build failed"])
+        let open = try #require(UInt32(stays.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(stays)")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try await isOpen(open) == true, "asked 200 ms, the user said until dismissed")
+        #expect(try await Self.todayctl(address, ["notifications", "policy", "Mail", "timeout=app"]).status == 0)
+        #expect(try await Self.property(client, "AppPolicies")?.stringDictionary?["Mail"]?.stringDictionary?["timeout"] == nil)
+        let wrongTime = try await Self.todayctl(address, ["notifications", "policy", "Mail", "timeout=soon"])
+        #expect(wrongTime.status == 2 && wrongTime.error.contains("milliseconds, never, or app"), "\(wrongTime)")
         #expect(try await Self.todayctl(address, ["notifications", "policy", "Mail", "reset"]).status == 0)
         #expect(try await Self.property(client, "AppPolicies")?.stringDictionary?["Mail"] == nil)
 

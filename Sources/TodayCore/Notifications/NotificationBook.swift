@@ -210,7 +210,7 @@ struct NotificationBook: Sendable {
 
     /// `post`, and what takes it back.
     mutating func postUndoably(_ posting: consuming Posting, at now: Date, minute: Int? = nil) throws(Refusal) -> (id: UInt32, effects: [Effect], undo: Undo) {
-        let (rule, replaces, expireTimeout, sound) = (posting.banner, posting.replaces, posting.expireTimeout, posting.sound)
+        let (rule, replaces, askedTimeout, sound) = (posting.banner, posting.replaces, posting.expireTimeout, posting.sound)
         // Taken from the posting, which ends here: where the caller handed
         // its posting over, the notification is its fields' one owner, and
         // the changes below make no copy of them.
@@ -225,6 +225,8 @@ struct NotificationBook: Sendable {
         let banner = alerts && policy.banners
         let playing = alerts && policy.sounds ? sound : nil
         if let urgency = policy.urgency { notification.urgency = urgency }
+        // The user's time for the app's notifications, over the app's.
+        let expireTimeout = policy.timeout ?? askedTimeout
         // An app kept out of the list: shown and gone, as a transient one.
         if !policy.list { notification.transient = true }
 

@@ -16,6 +16,11 @@ struct NotificationSettings: Equatable, Sendable {
         var sounds = true
         /// In place of the urgency the app asks for.
         var urgency: TodayNotification.Urgency?
+        /// How long its notifications stay open, in milliseconds (0: until
+        /// dismissed), in place of the time the app asks for (dunst's
+        /// rule `timeout`, mako's `default-timeout` with `ignore-timeout`);
+        /// nil: as the app asks.
+        var timeout: Int32? = nil
     }
 
     var doNotDisturb = false
@@ -86,12 +91,19 @@ struct NotificationSettings: Equatable, Sendable {
                     throw TodayError.invalidArgs("policy key 'urgency' must be 0, 1 or 2, not \(level)")
                 }
                 policy.urgency = urgency
+            case ("timeout", .int32(let milliseconds)):
+                guard milliseconds >= 0 else {
+                    throw TodayError.invalidArgs("policy key 'timeout' is milliseconds, 0 for until dismissed, not \(milliseconds); leave it out for the time the app asks")
+                }
+                policy.timeout = milliseconds
             case ("banners", _), ("list", _), ("sounds", _):
                 throw TodayError.invalidArgs("policy key '\(key)' must be a boolean (b)")
             case ("urgency", _):
                 throw TodayError.invalidArgs("policy key 'urgency' must be a byte (y)")
+            case ("timeout", _):
+                throw TodayError.invalidArgs("policy key 'timeout' must be an int32 (i) of milliseconds")
             default:
-                throw TodayError.invalidArgs("no policy key '\(key)': banners, list, sounds (b) and urgency (y) are")
+                throw TodayError.invalidArgs("no policy key '\(key)': banners, list, sounds (b), urgency (y) and timeout (i) are")
             }
         }
         return policy
@@ -100,6 +112,7 @@ struct NotificationSettings: Equatable, Sendable {
     static func entries(_ policy: Policy) -> [(String, Value)] {
         var entries: [(String, Value)] = [("banners", .boolean(policy.banners)), ("list", .boolean(policy.list)), ("sounds", .boolean(policy.sounds))]
         if let urgency = policy.urgency { entries.append(("urgency", .byte(urgency.rawValue))) }
+        if let timeout = policy.timeout { entries.append(("timeout", .int32(timeout))) }
         return entries
     }
 
@@ -117,6 +130,7 @@ struct NotificationSettings: Equatable, Sendable {
         for (app, policy) in policies.sorted(by: { $0.key < $1.key }) {
             var entry: PlistDictionary = ["banners": .boolean(policy.banners), "list": .boolean(policy.list), "sounds": .boolean(policy.sounds)]
             if let urgency = policy.urgency { entry["urgency"] = .integer(Int64(urgency.rawValue)) }
+            if let timeout = policy.timeout { entry["timeout"] = .integer(Int64(timeout)) }
             apps[app] = .dictionary(entry)
         }
         var plist: PlistDictionary = [
@@ -162,7 +176,19 @@ struct NotificationSettings: Equatable, Sendable {
             policy.banners = entry["banners"]?.bool ?? true
             policy.list = entry["list"]?.bool ?? true
             policy.sounds = entry["sounds"]?.bool ?? true
-            policy.urgency = entry["urgency"]?.int64.flatMap { UInt8(exactly: $0) }.flatMap(TodayNotification.Urgency.init(rawValue:))
+            if let urgency = entry["urgency"] {
+                policy.urgency = urgency.int64.flatMap { UInt8(exactly: $0) }.flatMap(TodayNotification.Urgency.init(rawValue:))
+                if policy.urgency == nil {
+                    problems.append("AppPolicies.\(app).urgency must be 0 (low), 1 (normal) or 2 (critical); its notifications keep the urgency the app asks")
+                }
+            }
+            if let timeout = entry["timeout"] {
+                if let milliseconds = timeout.int64.flatMap({ Int32(exactly: $0) }), milliseconds >= 0 {
+                    policy.timeout = milliseconds
+                } else {
+                    problems.append("AppPolicies.\(app).timeout must be milliseconds (0 for until dismissed); its notifications expire as the app asks")
+                }
+            }
             policies[app] = policy
         }
     }
