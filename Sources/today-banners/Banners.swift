@@ -47,6 +47,9 @@ final class Banners {
     private var window: Widget?
     private var list: Widget?
     private var onLayerShell = false
+    /// Whether the banners are on the overlay layer, over a fullscreen
+    /// window, rather than the top layer, under it.
+    private var overFullscreen = false
     /// Under X11, where the banners' top-right corner goes: 12 pixels in
     /// from the primary monitor's work area. GDK asks the X server for the
     /// work area at each look (three round trips), so it is looked up at
@@ -89,7 +92,7 @@ final class Banners {
             onLayerShell = true
             gtk_layer_init_for_window(cast(window))
             gtk_layer_set_namespace(cast(window), "todayd-banners")
-            gtk_layer_set_layer(cast(window), GTK_LAYER_SHELL_LAYER_OVERLAY)
+            gtk_layer_set_layer(cast(window), GTK_LAYER_SHELL_LAYER_TOP)
             gtk_layer_set_anchor(cast(window), GTK_LAYER_SHELL_EDGE_TOP, 1)
             gtk_layer_set_anchor(cast(window), GTK_LAYER_SHELL_EDGE_RIGHT, 1)
             gtk_layer_set_margin(cast(window), GTK_LAYER_SHELL_EDGE_TOP, 12)
@@ -357,6 +360,19 @@ final class Banners {
                 // The keyboard only for a reply, and only when clicked into.
                 let typing = showing.contains { $0.replyLabel != nil }
                 gtk_layer_set_keyboard_mode(cast(window), typing ? GTK_LAYER_SHELL_KEYBOARD_MODE_ON_DEMAND : GTK_LAYER_SHELL_KEYBOARD_MODE_NONE)
+                // Over other windows, and under a fullscreen one (a film, a
+                // game, a presentation) unless a critical one shows, as
+                // GNOME Shell does: the top layer, which the compositor
+                // keeps below a fullscreen window, or the overlay layer.
+                let critical = showing.contains { $0.urgency == .critical }
+                if critical != overFullscreen {
+                    overFullscreen = critical
+                    // Unmapped first: sway 1.7 takes a surface's layer
+                    // when it is mapped, not when it changes after.
+                    gtk_widget_hide(window)
+                    gtk_layer_set_layer(cast(window), critical ? GTK_LAYER_SHELL_LAYER_OVERLAY : GTK_LAYER_SHELL_LAYER_TOP)
+                    if describe { FileDescriptor.standardOutput.writeAll("layer: \(critical ? "overlay" : "top")\n") }
+                }
             } else if let corner = corner ?? lookUpCorner() {
                 // Placed by its top-left corner, from the width it takes:
                 // a window manager may not honour a gravity (and on a bare

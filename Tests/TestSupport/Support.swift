@@ -239,8 +239,8 @@ public final class HeadlessSway: Sendable {
     /// The environment a client of this sway runs with (and no X display).
     public var environment: [String] { ["-u", "DISPLAY", "XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-1"] }
 
-    /// How much of the screen's columns from `x` to the right edge is not the background, 0 to 1.
-    public func covered(fromX x: Int) async throws -> Double {
+    /// A shot of the screen (grim): its width, height and RGB rows.
+    public func shot() async throws -> (width: Int, height: Int, pixels: [UInt8]) {
         let file = folder.appendingPathComponent("shot-\(UUID().uuidString).ppm").path
         defer { try? FileManager.default.removeItem(atPath: file) }
         let shot = try await run(["env"] + environment + ["grim", "-t", "ppm", file])
@@ -253,15 +253,38 @@ public final class HeadlessSway: Sendable {
             throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "grim wrote no PPM"])
         }
         let pixels = Array(bytes.suffix(width * height * 3))
-        guard pixels.count == width * height * 3, x < width else { return 0 }
-        var differing = 0
-        for row in 0..<height {
-            for column in x..<width {
-                let at = (row * width + column) * 3
-                if (pixels[at], pixels[at + 1], pixels[at + 2]) != Self.background { differing += 1 }
+        guard pixels.count == width * height * 3 else {
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "grim's PPM is cut short"])
+        }
+        return (width, height, pixels)
+    }
+
+    /// How much of the screen's rectangle `columns` × `rows` (clipped to
+    /// the screen) is `color`, 0 to 1.
+    public func share(of color: (UInt8, UInt8, UInt8), columns: Range<Int>, rows: Range<Int>) async throws -> Double {
+        Self.share(of: color, in: try await shot(), columns: columns, rows: rows)
+    }
+
+    /// How much of the screen's columns from `x` to the right edge is not the background, 0 to 1.
+    public func covered(fromX x: Int) async throws -> Double {
+        let shot = try await shot()
+        guard x < shot.width else { return 0 }
+        return 1 - Self.share(of: Self.background, in: shot, columns: x..<shot.width, rows: 0..<shot.height)
+    }
+
+    private static func share(
+        of color: (UInt8, UInt8, UInt8), in shot: (width: Int, height: Int, pixels: [UInt8]), columns: Range<Int>, rows: Range<Int>
+    ) -> Double {
+        let columns = columns.clamped(to: 0..<shot.width), rows = rows.clamped(to: 0..<shot.height)
+        guard !columns.isEmpty, !rows.isEmpty else { return 0 }
+        var matching = 0
+        for row in rows {
+            for column in columns {
+                let at = (row * shot.width + column) * 3
+                if (shot.pixels[at], shot.pixels[at + 1], shot.pixels[at + 2]) == color { matching += 1 }
             }
         }
-        return Double(differing) / Double(height * (width - x))
+        return Double(matching) / Double(rows.count * columns.count)
     }
 
     public func stop() {

@@ -128,4 +128,90 @@ import TodayProtocol
         let png = try Data(contentsOf: picture)
         #expect(png.count > 1000 && png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
     }
+
+    /// Under a layer-shell compositor (sway) the banners are over other
+    /// windows but under a fullscreen one (a film, a game), as GNOME Shell
+    /// keeps them, unless one is critical: seen in grim's shots of the
+    /// banners' corner over a red fullscreen window.
+    @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
+    func underSwayAFullscreenWindowHidesAllButCriticalBanners() async throws {
+        let sway = try await HeadlessSway()
+        defer { sway.stop() }
+        let todayd = try await RestartableTodayd("banners-fullscreen", activating: true)
+        defer { todayd.remove() }
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        chmod(launcher.path, 0o755)
+        try "[D-BUS Service]\nName=\(Notifications.bannersName.rawValue)\nExec=\(launcher.path)\n".write(
+            to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+
+        // A film: a red window, fullscreen.
+        let red: (UInt8, UInt8, UInt8) = (0xff, 0, 0)
+        let film = Process()
+        film.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        film.arguments = sway.environment + [
+            "GDK_BACKEND=wayland", "NO_AT_BRIDGE=1", "/usr/bin/python3", "-c",
+            """
+            import gi
+            gi.require_version("Gtk", "3.0")
+            from gi.repository import Gtk, Gdk
+            css = Gtk.CssProvider()
+            css.load_from_data(b"window { background: #ff0000; }")
+            Gtk.StyleContext.add_provider_for_screen(Gdk.Screen.get_default(), css, 800)
+            window = Gtk.Window(title="film")
+            window.connect("destroy", Gtk.main_quit)
+            window.show_all()
+            window.fullscreen()
+            Gtk.main()
+            """,
+        ]
+        film.standardOutput = FileHandle.nullDevice
+        film.standardError = FileHandle.nullDevice
+        try film.run()
+        defer { if film.isRunning { kill(film.processIdentifier, SIGKILL) } }
+        #expect(try await eventually(20) { try await sway.share(of: red, columns: 0..<800, rows: 0..<600) > 0.99 }, "the film never filled the screen")
+
+        // The banners' corner: 12 pixels in from the top-right, 380 wide.
+        func redInCorner() async throws -> Double { try await sway.share(of: red, columns: 420..<780, rows: 20..<60) }
+        func notify(_ arguments: [String]) async throws -> String {
+            let sent = try await NotificationCommandTests.todayctl(address, ["notify"] + arguments + ["--timeout", "0"])
+            #expect(sent.status == 0, "\(sent)")
+            return sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        func shows(_ state: String) async throws -> Bool {
+            try await eventually(20) { Self.lines(out).contains(state) }
+        }
+        let mail = try await notify(["Film night", "Popcorn is ready", "--app", "Mail"])
+        #expect(try await shows("banners: \(mail) queued: "), "\(Self.lines(out))")
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(try await redInCorner() > 0.99, "a normal banner showed over the fullscreen window")
+
+        let alarm = try await notify(["Battery at 3%", "--urgency", "critical", "--app", "Power"])
+        #expect(try await shows("layer: overlay"), "\(Self.lines(out))")
+        #expect(try await eventually(10) { try await redInCorner() < 0.5 }, "a critical banner stayed under the fullscreen window")
+
+        // Dismissed, the critical one goes, and the normal one goes back under.
+        _ = try await NotificationCommandTests.todayctl(address, ["notifications", "dismiss", alarm])
+        #expect(try await shows("layer: top"), "\(Self.lines(out))")
+        #expect(try await eventually(10) { try await redInCorner() > 0.99 })
+
+        // The film ends: the banner that waited under it is there.
+        // SIGKILL: a process started from a test's thread has that
+        // thread's signals blocked (dispatch blocks them in its threads,
+        // and Foundation's Process passes the mask on), SIGTERM too.
+        kill(film.processIdentifier, SIGKILL)
+        #expect(try await eventually(10) {
+            let (red, covered) = (try await redInCorner(), try await sway.covered(fromX: 420))
+            return red == 0 && covered > 0.05
+        })
+        #expect(Self.lines(out).last { $0.hasPrefix("banners: ") } == "banners: \(mail) queued: ")
+    }
 }

@@ -662,7 +662,7 @@ import TodayProtocol
     /// The view `view`, sent SIGTERM, ends, and xvfb-run (`process`) with
     /// it; where either does not, the processes are in the message.
     static func expectEnds(view: pid_t, under process: Process) async throws {
-        #expect(try await eventually(30) { !runs(view) }, "the view \(view) still runs 30 s after SIGTERM: \(processes())")
+        #expect(try await eventually(30) { !runs(view) }, "the view \(view) still runs 30 s after SIGTERM (\(signals(of: view))): \(processes())")
         #expect(try await eventually(30) { !process.isRunning }, "xvfb-run \(process.processIdentifier) still runs 30 s after the view ended: \(processes())")
     }
 
@@ -672,6 +672,12 @@ import TodayProtocol
             let state = stat.split(separator: ")").last?.split(separator: " ").first
         else { return false }
         return state != "Z"
+    }
+
+    /// The signal lines of `pid`'s status (blocked, ignored, caught).
+    static func signals(of pid: pid_t) -> String {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").filter { $0.hasPrefix("Sig") }.joined(separator: ", ")
     }
 
     /// The processes, with their parents and states, for a test's message.
