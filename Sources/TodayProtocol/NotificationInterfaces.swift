@@ -93,7 +93,7 @@ public enum Notifications {
             Center.listNotifications, Center.getNotification, Center.dismiss, Center.dismissAll, Center.invokeAction, Center.reply, Center.markSeen,
             Center.setAppPolicy, Center.schedule, Center.pendingRequests, Center.removePending, Center.removeDelivered, Center.setCategories,
         ],
-        properties: [Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbSchedule, Center.appPolicies],
+        properties: [Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbUntil, Center.doNotDisturbSchedule, Center.appPolicies],
         signals: [Center.notificationsChanged],
         doc: "io.github.todayd.Today1.Notifications: the notification center, for the view, banners, bars and todayctl.")
 
@@ -137,6 +137,9 @@ public enum Notifications {
         public static let unseen = Property("Unseen", "u", doc: "Added since the last MarkSeen.")
         public static let doNotDisturb = Property(
             "DoNotDisturb", "b", access: .readwrite, doc: "Banners hidden (critical ones still show); the list fills as usual.")
+        public static let doNotDisturbUntil = Property(
+            "DoNotDisturbUntil", "t", access: .readwrite,
+            doc: "When Do Not Disturb goes off by itself, µs since the epoch (whole seconds); 0: when turned off. Setting a later time turns it on; setting DoNotDisturb clears it.")
         public static let doNotDisturbSchedule = Property(
             "DoNotDisturbSchedule", "(ss)", access: .readwrite, doc: "Daily from, to, HH:MM local time; (\"\", \"\"): none.")
         public static let appPolicies = Property("AppPolicies", "a{sa{sv}}")

@@ -215,8 +215,9 @@ private func newestOpen(_ center: NotificationCenterClient, for verb: String) as
 }
 
 /// `todayctl notifications [list | dismiss [ID] | clear [APP] | invoke [ID
-/// [KEY]] | reply ID TEXT | dnd [on|off|toggle|schedule FROM TO|schedule
-/// none] | policy [APP [KEY=VALUE… | reset]] | watch]` (SPEC section 15),
+/// [KEY]] | reply ID TEXT | dnd [on [for DURATION | until HH:MM] | off |
+/// toggle | schedule FROM TO | schedule none] | policy [APP [KEY=VALUE… |
+/// reset]] | watch]` (SPEC section 15),
 /// on todayd's own Notifications interface.
 func notifications(_ client: Client, _ arguments: [String], json: Bool) async throws {
     let center = NotificationCenterClient(client)
@@ -284,15 +285,38 @@ private func doNotDisturb(_ center: NotificationCenterClient, _ operands: [Strin
     switch operands.first {
     case nil:
         let on = try await center.property(C.doNotDisturb)?.bool ?? false
+        let until = on ? try await center.property(C.doNotDisturbUntil)?.uint64 ?? 0 : 0
         let schedule = try await center.property(C.doNotDisturbSchedule)
         let (from, to) = DoNotDisturbText.schedule(schedule)
         if json {
-            Out.json(.dictionary(["on": .boolean(on), "from": .string(from), "to": .string(to)]))
+            var state: PlistDictionary = ["on": .boolean(on), "from": .string(from), "to": .string(to)]
+            if until != 0 { state["until"] = .date(Date(timeIntervalSince1970: Double(until / 1_000_000))) }
+            Out.json(.dictionary(state))
         } else {
-            Out.line((on ? "on" : "off") + (from.isEmpty ? "" : " (scheduled daily from \(from) to \(to))"))
+            Out.line((on ? "on" : "off") + (until == 0 ? "" : " until \(DoNotDisturbText.time(until))") + (from.isEmpty ? "" : " (scheduled daily from \(from) to \(to))"))
         }
+    case "on" where operands.count == 3:
+        // On for a while, or until a time of day (the next one to come).
+        let now = nowMicroseconds() / 1_000_000
+        let end: UInt64
+        switch operands[1] {
+        case "for":
+            guard let seconds = DoNotDisturbText.duration(operands[2]) else {
+                throw Failure.usage("'\(operands[2])' is not a length of time: write minutes or hours, such as 45m, 2h or 1h30m")
+            }
+            end = now + seconds
+        case "until":
+            guard DoNotDisturbText.isTimeOfDay(operands[2]), let next = DoNotDisturbText.next(operands[2], after: now) else {
+                throw Failure.usage("'\(operands[2])' is not a time of day: write HH:MM, from 00:00 to 23:59")
+            }
+            end = next
+        default:
+            throw Failure.usage("notifications dnd on takes for DURATION or until HH:MM, not '\(operands[1])'")
+        }
+        try await center.set(C.doNotDisturbUntil, .uint64(end * 1_000_000))
+        if json { Out.json(.dictionary(["on": .boolean(true), "until": .date(Date(timeIntervalSince1970: Double(end)))])) } else { Out.line("on until \(DoNotDisturbText.time(end * 1_000_000))") }
     case "on", "off":
-        guard operands.count == 1 else { throw Failure.usage("notifications dnd \(operands[0]) takes nothing more") }
+        guard operands.count == 1 else { throw Failure.usage("notifications dnd \(operands[0]) takes nothing more\(operands[0] == "on" ? " than for DURATION or until HH:MM" : "")") }
         try await center.set(C.doNotDisturb, .boolean(operands[0] == "on"))
     case "toggle":
         guard operands.count == 1 else { throw Failure.usage("notifications dnd toggle takes nothing more") }
@@ -311,11 +335,60 @@ private func doNotDisturb(_ center: NotificationCenterClient, _ operands: [Strin
         }
         try await center.set(C.doNotDisturbSchedule, .structure([.string(times[0]), .string(times[1])]))
     case let other?:
-        throw Failure.usage("notifications dnd takes on, off, toggle or schedule FROM TO, not '\(other)'")
+        throw Failure.usage("notifications dnd takes on [for DURATION | until HH:MM], off, toggle or schedule FROM TO, not '\(other)'")
     }
 }
 
 enum DoNotDisturbText {
+    /// The seconds `text` says: `45m`, `2h`, `1h30m`; nil for anything else
+    /// (no length, or more than a year).
+    static func duration(_ text: String) -> UInt64? {
+        var seconds: UInt64 = 0
+        var number = ""
+        var units: [Character] = []
+        for character in text {
+            if character.isASCII, character.isNumber {
+                number.append(character)
+            } else if let unit = ["h": UInt64(3600), "m": 60][character], let count = UInt64(number), !units.contains(character),
+                units.last != "m"
+            {
+                seconds += count * unit
+                units.append(character)
+                number = ""
+            } else {
+                return nil
+            }
+        }
+        guard number.isEmpty, (1...366 * 86_400).contains(seconds) else { return nil }
+        return seconds
+    }
+
+    /// The next `text` (HH:MM, local time) after `now` (seconds since
+    /// 1970): today's where it is still to come, else tomorrow's.
+    static func next(_ text: String, after now: UInt64) -> UInt64? {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let hour = Int32(parts[0]), let minute = Int32(parts[1]) else { return nil }
+        var clock = time_t(clamping: now)
+        var day = tm()
+        guard localtime_r(&clock, &day) != nil else { return nil }
+        for _ in 0..<2 {
+            var at = day
+            (at.tm_hour, at.tm_min, at.tm_sec, at.tm_isdst) = (hour, minute, 0, -1)
+            let seconds = mktime(&at)
+            if seconds > clock { return UInt64(seconds) }
+            day.tm_mday += 1
+        }
+        return nil
+    }
+
+    /// `microseconds` as a local time: `18:00`, or with its date where it
+    /// is not today.
+    static func time(_ microseconds: UInt64) -> String {
+        let full = localTime(microseconds)
+        // Whole minutes: the seconds of the time are :00 or nearly.
+        return full.hasSuffix(":00") ? String(full.dropLast(3)) : full
+    }
+
     static func schedule(_ value: Value?) -> (String, String) {
         guard case .structure(let fields)? = value?.unwrapped, fields.count == 2 else { return ("", "") }
         return (fields[0].string ?? "", fields[1].string ?? "")

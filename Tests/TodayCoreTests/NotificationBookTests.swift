@@ -316,6 +316,7 @@ import TodayProtocol
     @Test func whatTheFileKeepsReadsBack() {
         var settings = NotificationSettings()
         settings.doNotDisturb = true
+        settings.doNotDisturbUntil = Date(timeIntervalSince1970: 1_796_666_400)
         settings.scheduleFrom = "22:00"
         settings.scheduleTo = "07:00"
         settings.policies = [
@@ -353,6 +354,28 @@ import TodayProtocol
     /// its notifications stay open that long whatever they ask, critical
     /// ones too; 0 keeps them open; the default policy counts for apps
     /// without one of their own.
+    /// DoNotDisturbUntil: a later time turns Do Not Disturb on until then
+    /// (whole seconds, as the file keeps them); 0 takes the end away; a
+    /// time past is refused. The file keeps the end only while it is on.
+    @Test func doNotDisturbUntilATime() throws {
+        let now = Date(timeIntervalSince1970: 1_796_600_000)
+        var settings = NotificationSettings()
+        try settings.setDoNotDisturb(until: 1_796_603_600_500_000, now: now)
+        #expect(settings.doNotDisturb && settings.doNotDisturbUntil == Date(timeIntervalSince1970: 1_796_603_600))
+        #expect(settings.doNotDisturbUntilValue == .uint64(1_796_603_600_000_000))
+        var problems: [String] = []
+        #expect(NotificationSettings(plist: settings.plist, problems: &problems) == settings && problems.isEmpty)
+        try settings.setDoNotDisturb(until: 0, now: now)
+        #expect(settings.doNotDisturb && settings.doNotDisturbUntil == nil)
+        #expect(throws: TodayError.self) { try settings.setDoNotDisturb(until: 1_796_599_999_000_000, now: now) }
+        #expect(throws: TodayError.self) { try settings.setDoNotDisturb(until: UInt64.max, now: now) }
+        // Off, an end in the file means nothing; one that is not a date is named.
+        let off = NotificationSettings(plist: ["DoNotDisturb": .boolean(false), "DoNotDisturbUntil": .date(now)], problems: &problems)
+        #expect(off.doNotDisturbUntil == nil && off.doNotDisturbUntilValue == .uint64(0) && problems.isEmpty)
+        let wrong = NotificationSettings(plist: ["DoNotDisturb": .boolean(true), "DoNotDisturbUntil": .string("tonight")], problems: &problems)
+        #expect(wrong.doNotDisturb && wrong.doNotDisturbUntil == nil && problems.count == 1 && problems.first?.hasPrefix("DoNotDisturbUntil must be a date") == true)
+    }
+
     @Test func anAppsTimeoutIsTheUsers() throws {
         let start = NotificationBookTests.start
         var book = NotificationBook()

@@ -180,6 +180,64 @@ final class RestartableTodayd {
         #expect(try await eventually(5) { try await Self.server(client) == "serving" })
     }
 
+    /// Do Not Disturb for a while (DoNotDisturbUntil, todayd's own
+    /// property): on until its time, then off by itself, announced and
+    /// kept in notifications.plist; a time that came while todayd was
+    /// down (killed) turns it off at the start.
+    @Test func doNotDisturbForAWhileEndsByItself() async throws {
+        let todayd = try await RestartableTodayd("dnd-until")
+        defer { todayd.remove() }
+        var (daemon, client) = try await todayd.start()
+        let file = todayd.home.path + "/.config/todayd/notifications.plist"
+        let object = ["--address=\(todayd.bus.address)", "io.github.todayd.Today1", "/io/github/todayd/Today1", "io.github.todayd.Today1.Notifications"]
+        func get(_ name: String) async throws -> Value? {
+            try await client.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+                [.string(Notifications.today.name.rawValue), .string(name)]
+            ).body.first?.unwrapped
+        }
+        let announced = Locked<[[String: Value]]>([])
+        try await client.subscribe(MatchRule(path: Today.managerPath, interface: .properties, member: MemberName("PropertiesChanged"))) { message in
+            guard message.body.first == .string(Notifications.today.name.rawValue) else { return }
+            announced.withLock { $0.append((message.body.dropFirst().first?.stringDictionary ?? [:]).mapValues(\.unwrapped)) }
+        }
+        func secondsFromNow(_ seconds: UInt64) -> UInt64 { (UInt64(Date().timeIntervalSince1970) + seconds) * 1_000_000 }
+
+        // busctl, as a settings panel would: on for two seconds.
+        let until = secondsFromNow(2)
+        #expect(try await run(["busctl", "set-property"] + object + ["DoNotDisturbUntil", "t", "\(until)"]).status == 0)
+        #expect(try await get("DoNotDisturb") == .boolean(true))
+        #expect(try await get("DoNotDisturbUntil") == .uint64(until))
+        #expect(try Plist.read(contentsOf: file)["DoNotDisturbUntil"]?.date == Date(timeIntervalSince1970: Double(until / 1_000_000)))
+        let past = try await run(["busctl", "set-property"] + object + ["DoNotDisturbUntil", "t", "1000000"])
+        #expect(past.status != 0 && past.error.contains("later than now"), "\(past.error)")
+        // Its time comes: off, said once, and kept.
+        #expect(try await eventually(6) { try await get("DoNotDisturb") == .boolean(false) })
+        #expect(Date().timeIntervalSince1970 >= Double(until / 1_000_000), "off before its time")
+        #expect(try await get("DoNotDisturbUntil") == .uint64(0))
+        #expect(try await eventually(2) { announced.value.last?["DoNotDisturb"] == .boolean(false) }, "\(announced.value)")
+        #expect(try Plist.read(contentsOf: file)["DoNotDisturb"] == .boolean(false) && Plist.read(contentsOf: file)["DoNotDisturbUntil"] == nil)
+        #expect(daemon.logText.contains("Do Not Disturb is off: the time it was on until has come"))
+
+        // Turned on for good, the end set before goes.
+        #expect(try await run(["busctl", "set-property"] + object + ["DoNotDisturbUntil", "t", "\(secondsFromNow(3600))"]).status == 0)
+        #expect(try await run(["busctl", "set-property"] + object + ["DoNotDisturb", "b", "true"]).status == 0)
+        #expect(try await get("DoNotDisturbUntil") == .uint64(0))
+        #expect(try await get("DoNotDisturb") == .boolean(true))
+
+        // Killed while on until a time that passes before it is back: off at the start.
+        #expect(try await run(["busctl", "set-property"] + object + ["DoNotDisturbUntil", "t", "\(secondsFromNow(1))"]).status == 0)
+        client.close()
+        kill(daemon.process.processIdentifier, SIGKILL)
+        _ = daemon.stop(keepHome: true)
+        try await Task.sleep(for: .seconds(2))
+        (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        #expect(try await eventually(5) { try await get("DoNotDisturb") == .boolean(false) })
+        #expect(try Plist.read(contentsOf: file)["DoNotDisturb"] == .boolean(false))
+    }
+
     @Test func doNotDisturbAndPoliciesAreTheUsersSettings() async throws {
         let todayd = try await RestartableTodayd("notification-settings")
         defer { todayd.remove() }

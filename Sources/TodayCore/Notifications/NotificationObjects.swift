@@ -87,6 +87,7 @@ extension NotificationService {
             Notifications.today,
             properties: [
                 C.count.name: .uint32(count), C.unseen.name: .uint32(unseen), C.doNotDisturb.name: .boolean(settings.doNotDisturb),
+                C.doNotDisturbUntil.name: settings.doNotDisturbUntilValue,
                 C.doNotDisturbSchedule.name: .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)]),
                 C.appPolicies.name: settings.policiesValue,
             ],
@@ -168,7 +169,17 @@ extension NotificationService {
             setters: [
                 C.doNotDisturb.name: { _, value in
                     guard case .boolean(let on) = value else { throw TodayError.invalidArgs("DoNotDisturb is a boolean") }
-                    try late.get().changeSettings { $0.doNotDisturb = on }
+                    // On or off for good: an end set before is gone.
+                    try late.get().changeSettings {
+                        $0.doNotDisturb = on
+                        $0.doNotDisturbUntil = nil
+                    }
+                },
+                C.doNotDisturbUntil.name: { _, value in
+                    guard case .uint64(let microseconds) = value else { throw TodayError.invalidArgs("DoNotDisturbUntil is a uint64 (t) of microseconds since 1970") }
+                    let service = try late.get()
+                    let now = service.clock.now
+                    try service.changeSettings { try $0.setDoNotDisturb(until: microseconds, now: now) }
                 },
                 C.doNotDisturbSchedule.name: { _, value in
                     let (from, to) = try NotificationSettings.schedule(value)

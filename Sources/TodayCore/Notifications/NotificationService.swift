@@ -601,18 +601,46 @@ final class NotificationService: Sendable {
 
     // MARK: Expiry
 
-    /// Closes what has expired; returns how many seconds until the next
-    /// notification expires (an hour at most).
+    /// Closes what has expired, and ends Do Not Disturb where its time
+    /// has come; returns how many seconds until the next of those (an hour
+    /// at most).
     private func expire() -> Double {
         let now = clock.now
+        let stillOn = endDoNotDisturbIfDue(at: now)
         let (effects, wait) = book.withLock { book in
             let effects = book.expire(at: now)
-            let wait = min(book.nextExpiry.map { $0.timeIntervalSince(now) } ?? 3600, 3600)
+            var wait = min(book.nextExpiry.map { $0.timeIntervalSince(now) } ?? 3600, 3600)
+            if book.settings.doNotDisturb, let until = book.settings.doNotDisturbUntil {
+                // One that could not be turned off is tried again in a minute.
+                wait = min(wait, stillOn ? 60 : max(until.timeIntervalSince(now), 0))
+            }
             book.expiryLooksAt = now.addingTimeInterval(wait)
             return (effects, wait)
         }
         carryOut(effects)
         return wait
+    }
+
+    /// Turns Do Not Disturb off where its end (DoNotDisturbUntil) has
+    /// come, also when it came while todayd was down, and keeps that in
+    /// notifications.plist. Whether it is past its end and still on (the
+    /// file could not be written).
+    private func endDoNotDisturbIfDue(at now: Date) -> Bool {
+        let settings = book.withLock { $0.settings }
+        guard settings.doNotDisturb, let until = settings.doNotDisturbUntil, until <= now else { return false }
+        do {
+            try changeSettings { settings in
+                // As the file says now: turned off, or given a later end, since.
+                guard settings.doNotDisturb, let until = settings.doNotDisturbUntil, until <= now else { return }
+                settings.doNotDisturb = false
+                settings.doNotDisturbUntil = nil
+            }
+            if !book.withLock({ $0.settings.doNotDisturb }) { log.info("Do Not Disturb is off: the time it was on until has come") }
+            return false
+        } catch {
+            log.warning("Do Not Disturb's time has come, but it stays on: \(error)")
+            return true
+        }
     }
 
     // MARK: Reading
@@ -755,8 +783,11 @@ final class NotificationService: Sendable {
 
     private func announce(_ settings: NotificationSettings) {
         typealias C = Notifications.Center
+        // The expiry's timer ends Do Not Disturb too.
+        if settings.doNotDisturb, let until = settings.doNotDisturbUntil { expiry.withLock { $0 }?.poke(ifBefore: until) }
         center.set([
             (C.doNotDisturb.name, .boolean(settings.doNotDisturb)),
+            (C.doNotDisturbUntil.name, settings.doNotDisturbUntilValue),
             (C.doNotDisturbSchedule.name, .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)])),
             (C.appPolicies.name, settings.policiesValue),
         ])

@@ -24,6 +24,10 @@ struct NotificationSettings: Equatable, Sendable {
     }
 
     var doNotDisturb = false
+    /// When Do Not Disturb goes off by itself (iOS's "for 1 hour", Plasma's
+    /// "until tomorrow morning"), in whole seconds; nil: when turned off.
+    /// Set only while `doNotDisturb` is.
+    var doNotDisturbUntil: Date?
     /// Daily from, to, `HH:MM` local time; empty: none.
     var scheduleFrom = ""
     var scheduleTo = ""
@@ -62,6 +66,33 @@ struct NotificationSettings: Equatable, Sendable {
         if doNotDisturb { return true }
         guard hasSchedule, let from = Self.minutes(scheduleFrom), let to = Self.minutes(scheduleTo), from != to else { return false }
         return from < to ? (from..<to).contains(minute) : (minute >= from || minute < to)
+    }
+
+    /// Do Not Disturb on until `until` (DoNotDisturbUntil's `t`, µs since
+    /// the epoch), or, for 0, on until turned off where it is on; InvalidArgs
+    /// for a time already past.
+    mutating func setDoNotDisturb(until microseconds: UInt64, now: Date) throws {
+        guard microseconds != 0 else {
+            doNotDisturbUntil = nil
+            return
+        }
+        let until: Date
+        do {
+            until = try ValueMapping.date(microseconds: microseconds)
+        } catch {
+            throw TodayError.invalidArgs("DoNotDisturbUntil: \(error)")
+        }
+        guard until > now else {
+            throw TodayError.invalidArgs(
+                "DoNotDisturbUntil must be later than now (microseconds since 1970, whole seconds count), or 0 for until turned off; \(microseconds) has passed")
+        }
+        doNotDisturb = true
+        doNotDisturbUntil = until
+    }
+
+    /// DoNotDisturbUntil's `t`: 0 where Do Not Disturb has no end.
+    var doNotDisturbUntilValue: Value {
+        .uint64(doNotDisturb ? doNotDisturbUntil.map(ValueMapping.microseconds) ?? 0 : 0)
     }
 
     /// The schedule from DoNotDisturbSchedule's `(ss)`; InvalidArgs saying what is wrong.
@@ -141,12 +172,20 @@ struct NotificationSettings: Equatable, Sendable {
         if !soundCommand.isEmpty { plist["SoundCommand"] = .array(soundCommand.map(PlistValue.string)) }
         if !soundTheme.isEmpty { plist["SoundTheme"] = .string(soundTheme) }
         if !notifyCommand.isEmpty { plist["NotifyCommand"] = .array(notifyCommand.map(PlistValue.string)) }
+        if doNotDisturb, let until = doNotDisturbUntil { plist["DoNotDisturbUntil"] = .date(until) }
         return plist
     }
 
     /// The settings a file holds; what it holds wrong is named in `problems`.
     init(plist: PlistDictionary, problems: inout [String]) {
         doNotDisturb = plist["DoNotDisturb"]?.bool ?? false
+        if let until = plist["DoNotDisturbUntil"], doNotDisturb {
+            if let date = until.date {
+                doNotDisturbUntil = date
+            } else {
+                problems.append("DoNotDisturbUntil must be a date (<date>2026-12-07T18:00:00Z</date>); Do Not Disturb stays on until turned off")
+            }
+        }
         scheduleFrom = plist["DoNotDisturbFrom"]?.string ?? ""
         scheduleTo = plist["DoNotDisturbTo"]?.string ?? ""
         if (!scheduleFrom.isEmpty || !scheduleTo.isEmpty), Self.minutes(scheduleFrom) == nil || Self.minutes(scheduleTo) == nil {
