@@ -13,6 +13,20 @@ import TodayProtocol
 @Suite(.showsDaemonLogs, .enabled(if: Paths.displaySuites, "run on its own by make test (TODAY_TEST_DISPLAY=1)")) struct BannerTests {
     static let banners = Paths.root.appendingPathComponent(".build/debug/today-banners").path
 
+    /// Makes `launcher` the program the bus starts for the banners' name.
+    static func install(_ launcher: URL, for todayd: RestartableTodayd) throws {
+        chmod(launcher.path, 0o755)
+        try "[D-BUS Service]\nName=\(Notifications.bannersName.rawValue)\nExec=\(launcher.path)\n".write(
+            to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
+    }
+
+    /// `todayctl notify` with `arguments`, never expiring; its id.
+    static func notify(_ address: String, _ arguments: [String]) async throws -> String {
+        let sent = try await NotificationCommandTests.todayctl(address, ["notify"] + arguments + ["--timeout", "0"])
+        #expect(sent.status == 0, "\(sent)")
+        return sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The lines a file has so far.
     static func lines(_ url: URL) -> [String] {
         ((try? String(contentsOf: url, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
@@ -33,19 +47,11 @@ import TodayProtocol
             #!/bin/sh
             exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.banners) --describe --screenshot \(picture.path) --press yes --reply 'on my way' > \(out.path) 2>&1
             """.write(to: launcher, atomically: true, encoding: .utf8)
-        chmod(launcher.path, 0o755)
-        try "[D-BUS Service]\nName=\(Notifications.bannersName.rawValue)\nExec=\(launcher.path)\n".write(
-            to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
+        try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()
         let address = todayd.bus.address
-        func notify(_ arguments: [String]) async throws -> String {
-            let sent = try await NotificationCommandTests.todayctl(address, ["notify"] + arguments + ["--timeout", "0"])
-            #expect(sent.status == 0, "\(sent)")
-            return sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        func shows(_ state: String) async throws -> Bool {
-            try await eventually(20) { Self.lines(out).contains(state) }
-        }
+        func notify(_ arguments: [String]) async throws -> String { try await Self.notify(address, arguments) }
+        func shows(_ state: String) async throws -> Bool { try await eventually(20) { Self.lines(out).contains(state) } }
         let heard = Locked<[String]>([])
         for signal in [Notifications.Freedesktop.actionInvoked.name, Notifications.Freedesktop.notificationReplied.name, Notifications.Freedesktop.activationToken.name] {
             let said = signal == Notifications.Freedesktop.activationToken.name ? "token " : ""
@@ -145,9 +151,7 @@ import TodayProtocol
             #!/bin/sh
             exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
             """.write(to: launcher, atomically: true, encoding: .utf8)
-        chmod(launcher.path, 0o755)
-        try "[D-BUS Service]\nName=\(Notifications.bannersName.rawValue)\nExec=\(launcher.path)\n".write(
-            to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
+        try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
         defer { client.close() }
@@ -181,14 +185,8 @@ import TodayProtocol
 
         // The banners' corner: 12 pixels in from the top-right, 380 wide.
         func redInCorner() async throws -> Double { try await sway.share(of: red, columns: 420..<780, rows: 20..<60) }
-        func notify(_ arguments: [String]) async throws -> String {
-            let sent = try await NotificationCommandTests.todayctl(address, ["notify"] + arguments + ["--timeout", "0"])
-            #expect(sent.status == 0, "\(sent)")
-            return sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        func shows(_ state: String) async throws -> Bool {
-            try await eventually(20) { Self.lines(out).contains(state) }
-        }
+        func notify(_ arguments: [String]) async throws -> String { try await Self.notify(address, arguments) }
+        func shows(_ state: String) async throws -> Bool { try await eventually(20) { Self.lines(out).contains(state) } }
         let mail = try await notify(["Film night", "Popcorn is ready", "--app", "Mail"])
         #expect(try await shows("banners: \(mail) queued: "), "\(Self.lines(out))")
         try await Task.sleep(for: .milliseconds(700))
