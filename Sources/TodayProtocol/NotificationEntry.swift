@@ -192,13 +192,17 @@ public struct NotificationCount: Equatable, Sendable {
     public var count: UInt32
     public var unseen: UInt32
     public var doNotDisturb: Bool
+    /// When Do Not Disturb goes off by itself, as the tooltip says it
+    /// (`18:00`); empty where it has no end.
+    public var doNotDisturbUntil: String
     /// Newest first; the tooltip shows the first few.
     public var latest: [NotificationEntry]
 
-    public init(count: UInt32, unseen: UInt32, doNotDisturb: Bool, latest: [NotificationEntry]) {
+    public init(count: UInt32, unseen: UInt32, doNotDisturb: Bool, doNotDisturbUntil: String = "", latest: [NotificationEntry]) {
         self.count = count
         self.unseen = unseen
         self.doNotDisturb = doNotDisturb
+        self.doNotDisturbUntil = doNotDisturbUntil
         self.latest = latest
     }
 
@@ -227,7 +231,7 @@ public struct NotificationCount: Equatable, Sendable {
         var lines: [String] = []
         lines.append(
             count == 0 ? "No notifications" : "\(count) notification\(count == 1 ? "" : "s")" + (unseen > 0 ? ", \(unseen) unseen" : ""))
-        if doNotDisturb { lines.append("Do Not Disturb is on") }
+        if doNotDisturb { lines.append("Do Not Disturb is on" + (doNotDisturbUntil.isEmpty ? "" : " until \(doNotDisturbUntil)")) }
         for entry in latest.prefix(Self.tooltipLines) {
             lines.append("\(entry.appTitle): \(entry.summary)")
         }

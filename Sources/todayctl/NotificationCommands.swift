@@ -534,6 +534,7 @@ struct NotificationCenterClient {
             count: values[C.count.name]?.int64.flatMap(UInt32.init(exactly:)) ?? 0,
             unseen: values[C.unseen.name]?.int64.flatMap(UInt32.init(exactly:)) ?? 0,
             doNotDisturb: values[C.doNotDisturb.name]?.bool ?? false,
+            doNotDisturbUntil: values[C.doNotDisturbUntil.name]?.uint64.map { $0 == 0 ? "" : DoNotDisturbText.time($0) } ?? "",
             latest: try await list())
     }
 }

@@ -81,6 +81,8 @@ import TodayProtocol
         #expect(block?["name"] == .string(BarFormat.notificationsBlock) && block?["full_text"] == .string("✉ 2 (DND)"))
         #expect(BarFormat.polybar.line(none) == "%{A1:today-view --toggle:}%{A3:todayctl notifications dnd toggle:}0%{A}%{A}")
         #expect(BarFormat.genmon.line(quiet).hasPrefix("<txt>2 (DND)</txt><tool>2 notifications\nDo Not Disturb is on\nMail: Lunch?</tool>"))
+        let awhile = NotificationCount(count: 0, unseen: 0, doNotDisturb: true, doNotDisturbUntil: "18:00", latest: [])
+        #expect(awhile.tooltip == "No notifications\nDo Not Disturb is on until 18:00")
     }
 
     @Test func notifyAndTheListFromTheCommandLine() async throws {
@@ -355,6 +357,10 @@ import TodayProtocol
         #expect(try await eventually(5) { try await Self.property(client, "DoNotDisturb") == .boolean(true) })
         #expect(try await waybar.line { $0.contains(#""class":["dnd"]"#) } != nil, "\(waybar.lines.value)")
         #expect(try await i3bar.line { $0.contains("✉ 1 (DND)") } != nil, "\(i3bar.lines.value)")
+        // On for a while: the tooltip says until when.
+        let awhile = try await Self.todayctl(address, ["notifications", "dnd", "on", "for", "2h"])
+        let until = awhile.output.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "on until ", with: "")
+        #expect(try await waybar.line { $0.contains("Do Not Disturb is on until \(until)") } != nil, "\(awhile): \(waybar.lines.value)")
 
         // todayd stops: the bars keep their line and go on with the next todayd.
         daemon.stop(keepHome: true)
