@@ -376,6 +376,39 @@ import TodayProtocol
         #expect(wrong.doNotDisturb && wrong.doNotDisturbUntil == nil && problems.count == 1 && problems.first?.hasPrefix("DoNotDisturbUntil must be a date") == true)
     }
 
+    /// Rules, read from the file: each matches on every criterion it
+    /// has, sets what it names over the app's policy, a later one over an
+    /// earlier; one with a mistake is named and left out.
+    @Test func rulesMatchAndSetOverThePolicy() throws {
+        var problems: [String] = []
+        let settings = NotificationSettings(
+            plist: [
+                "AppPolicies": .dictionary(["CI": .dictionary(["banners": .boolean(false)])]),
+                "Rules": .array([
+                    .dictionary(["Match": .dictionary(["summary": .string("*failed*"), "urgency": .string("normal")]), "urgency": .integer(2), "banners": .boolean(true)]),
+                    .dictionary(["Match": .dictionary(["app-id": .string("CI"), "body": .string("*flaky*")]), "sounds": .boolean(false), "timeout": .integer(0)]),
+                    .dictionary(["Match": .dictionary(["summary": .string("*")]), "volume": .integer(3)]),
+                    .dictionary(["banners": .boolean(false)]),
+                    .string("loud"),
+                ]),
+            ], problems: &problems)
+        #expect(settings.rules.count == 2)
+        #expect(problems == [
+            "Rules item 3: there is no setting 'volume' (banners, list, sounds, urgency, timeout are); the rule is left out",
+            "Rules item 4: Match must be a dictionary of what to match (app-id, app-name, summary, body, category, urgency); for every app, set the default policy; the rule is left out",
+            "Rules item 5 is not a dictionary; left out",
+        ])
+        func policy(_ summary: String, body: String = "", urgency: TodayNotification.Urgency = .normal) -> NotificationSettings.Policy {
+            var notification = TodayNotification(id: 0, appID: "CI", appName: "CI", summary: summary, urgency: urgency, time: NotificationBookTests.start)
+            notification.body = body
+            return settings.policy(for: notification)
+        }
+        #expect(policy("Build passed") == .init(banners: false), "the app's policy alone")
+        #expect(policy("Build failed") == .init(banners: true, urgency: .critical))
+        #expect(policy("Build failed", urgency: .low) == .init(banners: false), "the first rule matches the urgency asked, normal")
+        #expect(policy("Build failed", body: "a flaky test") == .init(banners: true, sounds: false, urgency: .critical, timeout: 0), "both rules")
+    }
+
     @Test func anAppsTimeoutIsTheUsers() throws {
         let start = NotificationBookTests.start
         var book = NotificationBook()

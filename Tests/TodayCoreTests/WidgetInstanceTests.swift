@@ -523,6 +523,13 @@ import TodayProtocol
         #expect(try await eventually(10) { try await Self.layout(client).prefix(3) == [third, kind, tokyo] })
     }
 
+    /// Writes `data` to `path` as an editor or a dotfile manager does: to
+    /// a file beside it, renamed over it.
+    static func putBack(_ data: Data, at path: String) throws {
+        try data.write(to: URL(fileURLWithPath: path + ".new"))
+        guard rename(path + ".new", path) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+    }
+
     /// layout.plist removed and written again at once (`git checkout` in a
     /// dotfiles repository, stow) leaves the instances where they are: no
     /// Layout without them in between. Removed for good, the layout goes
@@ -541,12 +548,15 @@ import TodayProtocol
         // layout may rightly have gone), and another is made.
         var timely = 0
         for _ in 0..<5 where timely == 0 {
-            let gone = ContinuousClock.now
-            #expect(unlink(path) == 0)
-            try await Task.sleep(for: .milliseconds(150))
-            try kept.write(to: URL(fileURLWithPath: path + ".new"))
-            #expect(rename(path + ".new", path) == 0)
-            let away = ContinuousClock.now - gone
+            // On a thread of its own, so that the steps keep their times
+            // while the tests around take the pool.
+            let (gone, away) = try await offThePool {
+                let gone = ContinuousClock.now
+                unlink(path)
+                Thread.sleep(forTimeInterval: 0.15)
+                try Self.putBack(kept, at: path)
+                return (gone, ContinuousClock.now - gone)
+            }
             var seen: Set<[WidgetInstanceID]> = []
             let until = gone + WidgetService.removalGrace + .milliseconds(500)
             while ContinuousClock.now < until {
@@ -577,22 +587,16 @@ import TodayProtocol
                 }
                 return seen
             }
-            // On a thread of its own, so that the steps keep their times
-            // while the tests around take the pool.
             let (gone, goneAgain, back) = try await offThePool {
-                func putBack() throws {
-                    try kept.write(to: URL(fileURLWithPath: path + ".new"))
-                    guard rename(path + ".new", path) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-                }
                 let gone = ContinuousClock.now
                 unlink(path)
                 Thread.sleep(forTimeInterval: 0.15)
-                try putBack()
+                try Self.putBack(kept, at: path)
                 Thread.sleep(forTimeInterval: max(0, (gone + .milliseconds(700) - ContinuousClock.now) / .seconds(1)))
                 let goneAgain = ContinuousClock.now
                 unlink(path)
                 Thread.sleep(forTimeInterval: max(0, (gone + WidgetService.removalGrace + .milliseconds(300) - ContinuousClock.now) / .seconds(1)))
-                try putBack()
+                try Self.putBack(kept, at: path)
                 return (gone, goneAgain, ContinuousClock.now)
             }
             let seen = try await watching.value

@@ -215,7 +215,7 @@ struct NotificationBook: Sendable {
         // its posting over, the notification is its fields' one owner, and
         // the changes below make no copy of them.
         var notification = (consume posting).notification
-        let policy = settings.policy(for: notification.appID)
+        let policy = settings.policy(for: notification)
         // A passive one (`never`) neither shows nor sounds.
         let alerts =
             rule != .never

@@ -41,6 +41,18 @@ struct NotificationSettings: Equatable, Sendable {
     /// A program and its arguments run for each notification posted
     /// (`NotifyCommand`); empty: none.
     var notifyCommand: [String] = []
+    /// The user's rules (`Rules`), in the file's order.
+    var rules: [NotificationRule] = []
+    /// What the file holds besides what is read into these settings:
+    /// `Rules` as written (a rule left out for a mistake stays for the
+    /// user to fix), keys of a later todayd, the user's own. Written back
+    /// as they are.
+    var kept = PlistDictionary()
+
+    /// The keys read into the settings' own fields.
+    static let readKeys: Set<String> = [
+        "DoNotDisturb", "DoNotDisturbUntil", "DoNotDisturbFrom", "DoNotDisturbTo", "AppPolicies", "SoundCommand", "SoundTheme", "NotifyCommand",
+    ]
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
     func policy(for appID: String) -> Policy {
@@ -164,10 +176,11 @@ struct NotificationSettings: Equatable, Sendable {
             if let timeout = policy.timeout { entry["timeout"] = .integer(Int64(timeout)) }
             apps[app] = .dictionary(entry)
         }
-        var plist: PlistDictionary = [
-            "DoNotDisturb": .boolean(doNotDisturb), "DoNotDisturbFrom": .string(scheduleFrom), "DoNotDisturbTo": .string(scheduleTo),
-            "AppPolicies": .dictionary(apps),
-        ]
+        var plist = kept
+        plist["DoNotDisturb"] = .boolean(doNotDisturb)
+        plist["DoNotDisturbFrom"] = .string(scheduleFrom)
+        plist["DoNotDisturbTo"] = .string(scheduleTo)
+        plist["AppPolicies"] = .dictionary(apps)
         // Written where set: a file without them means the defaults.
         if !soundCommand.isEmpty { plist["SoundCommand"] = .array(soundCommand.map(PlistValue.string)) }
         if !soundTheme.isEmpty { plist["SoundTheme"] = .string(soundTheme) }
@@ -178,6 +191,14 @@ struct NotificationSettings: Equatable, Sendable {
 
     /// The settings a file holds; what it holds wrong is named in `problems`.
     init(plist: PlistDictionary, problems: inout [String]) {
+        for (key, value) in plist where !Self.readKeys.contains(key) { kept[key] = value }
+        if let written = plist["Rules"] {
+            if let list = written.array {
+                rules = list.enumerated().compactMap { NotificationRule($1, number: $0 + 1, problems: &problems) }
+            } else {
+                problems.append("Rules must be a list of rules, each a dictionary with Match; no rule applies")
+            }
+        }
         doNotDisturb = plist["DoNotDisturb"]?.bool ?? false
         if let until = plist["DoNotDisturbUntil"], doNotDisturb {
             if let date = until.date {
