@@ -23,6 +23,10 @@ final class NotificationList {
     private let clearAll: Widget
     private(set) var entries: [NotificationEntry] = []
     private(set) var doNotDisturb = false
+    /// When Do Not Disturb goes off by itself (µs since 1970); 0: no end.
+    private(set) var doNotDisturbUntil: UInt64 = 0
+    /// "Do Not Disturb", or "Do Not Disturb until 18:00".
+    private let dndLabel: Widget
     /// Apps whose every notification is shown.
     private var expanded: Set<String> = []
     /// While the switch is set from todayd's value, its change is not sent back.
@@ -43,7 +47,8 @@ final class NotificationList {
         let title = label("Notifications", classes: ["section-title"], wrap: false)
         gtk_widget_set_hexpand(title, 1)
         append(header, title)
-        append(header, label("Do Not Disturb", classes: ["dim"], wrap: false))
+        dndLabel = label("Do Not Disturb", classes: ["dim"], wrap: false)
+        append(header, dndLabel)
         dndSwitch = shown(gtk_switch_new()!)
         gtk_widget_set_valign(dndSwitch, GTK_ALIGN_CENTER)
         setAccessibleLabel(dndSwitch, "Do Not Disturb")
@@ -66,14 +71,17 @@ final class NotificationList {
 
     /// The list and Do Not Disturb as todayd has them, or nil when it does
     /// not answer (or serves no notifications).
-    nonisolated static func fetch(_ connection: Connection) async -> (entries: [NotificationEntry], doNotDisturb: Bool)? {
+    nonisolated static func fetch(_ connection: Connection) async -> (entries: [NotificationEntry], doNotDisturb: Bool, until: UInt64)? {
         do {
             let reply = try await connection.call(
                 Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.listNotifications)
             let properties = try await connection.call(
                 Today.busName, path: Today.managerPath, interface: .properties, member: .getAll, [.string(Notifications.today.name.rawValue)])
             let values = properties.body.first?.stringDictionary ?? [:]
-            return (NotificationEntry.list(reply.body.first ?? .array(.variant, [])), values[Notifications.Center.doNotDisturb.name]?.bool ?? false)
+            return (
+                NotificationEntry.list(reply.body.first ?? .array(.variant, [])), values[Notifications.Center.doNotDisturb.name]?.bool ?? false,
+                values[Notifications.Center.doNotDisturbUntil.name]?.uint64 ?? 0
+            )
         } catch {
             return nil
         }
@@ -110,12 +118,17 @@ final class NotificationList {
 
     /// Shows `fetched`; the groups are made again only when what they
     /// show changed.
-    func show(_ fetched: (entries: [NotificationEntry], doNotDisturb: Bool), now: Date = Date()) {
+    func show(_ fetched: (entries: [NotificationEntry], doNotDisturb: Bool, until: UInt64), now: Date = Date()) {
         if fetched.doNotDisturb != doNotDisturb || gtk_switch_get_active(cast(dndSwitch)) != (fetched.doNotDisturb ? 1 : 0) {
             doNotDisturb = fetched.doNotDisturb
             settingSwitch = true
             gtk_switch_set_active(cast(dndSwitch), doNotDisturb ? 1 : 0)
             settingSwitch = false
+        }
+        let until = fetched.doNotDisturb ? fetched.until : 0
+        if until != doNotDisturbUntil {
+            doNotDisturbUntil = until
+            gtk_label_set_text(cast(dndLabel), until == 0 ? "Do Not Disturb" : "Do Not Disturb until \(localMinute(until))")
         }
         guard fetched.entries != entries || children(groupsBox).isEmpty else { return }
         entries = fetched.entries

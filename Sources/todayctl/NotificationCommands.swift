@@ -293,7 +293,7 @@ private func doNotDisturb(_ center: NotificationCenterClient, _ operands: [Strin
             if until != 0 { state["until"] = .date(Date(timeIntervalSince1970: Double(until / 1_000_000))) }
             Out.json(.dictionary(state))
         } else {
-            Out.line((on ? "on" : "off") + (until == 0 ? "" : " until \(DoNotDisturbText.time(until))") + (from.isEmpty ? "" : " (scheduled daily from \(from) to \(to))"))
+            Out.line((on ? "on" : "off") + (until == 0 ? "" : " until \(localMinute(until))") + (from.isEmpty ? "" : " (scheduled daily from \(from) to \(to))"))
         }
     case "on" where operands.count == 3:
         // On for a while, or until a time of day (the next one to come).
@@ -304,7 +304,9 @@ private func doNotDisturb(_ center: NotificationCenterClient, _ operands: [Strin
             guard let seconds = DoNotDisturbText.duration(operands[2]) else {
                 throw Failure.usage("'\(operands[2])' is not a length of time: write minutes or hours, such as 45m, 2h or 1h30m")
             }
-            end = now + seconds
+            // Up to the next whole minute: an end read as a time of day
+            // (`on until 18:42`), as iOS gives it.
+            end = (now + seconds + 59) / 60 * 60
         case "until":
             guard DoNotDisturbText.isTimeOfDay(operands[2]), let next = DoNotDisturbText.next(operands[2], after: now) else {
                 throw Failure.usage("'\(operands[2])' is not a time of day: write HH:MM, from 00:00 to 23:59")
@@ -314,7 +316,7 @@ private func doNotDisturb(_ center: NotificationCenterClient, _ operands: [Strin
             throw Failure.usage("notifications dnd on takes for DURATION or until HH:MM, not '\(operands[1])'")
         }
         try await center.set(C.doNotDisturbUntil, .uint64(end * 1_000_000))
-        if json { Out.json(.dictionary(["on": .boolean(true), "until": .date(Date(timeIntervalSince1970: Double(end)))])) } else { Out.line("on until \(DoNotDisturbText.time(end * 1_000_000))") }
+        if json { Out.json(.dictionary(["on": .boolean(true), "until": .date(Date(timeIntervalSince1970: Double(end)))])) } else { Out.line("on until \(localMinute(end * 1_000_000))") }
     case "on", "off":
         guard operands.count == 1 else { throw Failure.usage("notifications dnd \(operands[0]) takes nothing more\(operands[0] == "on" ? " than for DURATION or until HH:MM" : "")") }
         try await center.set(C.doNotDisturb, .boolean(operands[0] == "on"))
@@ -379,14 +381,6 @@ enum DoNotDisturbText {
             day.tm_mday += 1
         }
         return nil
-    }
-
-    /// `microseconds` as a local time: `18:00`, or with its date where it
-    /// is not today.
-    static func time(_ microseconds: UInt64) -> String {
-        let full = localTime(microseconds)
-        // Whole minutes: the seconds of the time are :00 or nearly.
-        return full.hasSuffix(":00") ? String(full.dropLast(3)) : full
     }
 
     static func schedule(_ value: Value?) -> (String, String) {
@@ -534,7 +528,7 @@ struct NotificationCenterClient {
             count: values[C.count.name]?.int64.flatMap(UInt32.init(exactly:)) ?? 0,
             unseen: values[C.unseen.name]?.int64.flatMap(UInt32.init(exactly:)) ?? 0,
             doNotDisturb: values[C.doNotDisturb.name]?.bool ?? false,
-            doNotDisturbUntil: values[C.doNotDisturbUntil.name]?.uint64.map { $0 == 0 ? "" : DoNotDisturbText.time($0) } ?? "",
+            doNotDisturbUntil: values[C.doNotDisturbUntil.name]?.uint64.map { $0 == 0 ? "" : localMinute($0) } ?? "",
             latest: try await list())
     }
 }

@@ -166,7 +166,10 @@ import TodayProtocol
         let hour = try await Self.todayctl(address, ["notifications", "dnd", "on", "for", "1h"])
         #expect(hour.status == 0 && hour.output.hasPrefix("on until "), "\(hour)")
         let end = try #require(try await Self.property(client, "DoNotDisturbUntil")?.uint64)
-        #expect(abs(Double(end) / 1_000_000 - Date().timeIntervalSince1970 - 3600) < 5, "\(end)")
+        // An hour, to the next whole minute: a time of day to read.
+        let ahead = Double(end) / 1_000_000 - Date().timeIntervalSince1970
+        #expect(ahead > 3590 && ahead < 3665 && end % 60_000_000 == 0, "\(end)")
+        #expect(hour.output.split(separator: ":").count == 2, "to the minute: \(hour.output)")
         #expect(try await Self.todayctl(address, ["notifications", "dnd"]).output == hour.output)
         let evening = try await Self.todayctl(address, ["--json", "notifications", "dnd", "on", "until", "18:00"])
         #expect(evening.status == 0 && evening.output.contains("\"until\""), "\(evening)")

@@ -445,7 +445,9 @@ import TodayProtocol
         }
         _ = try await NotificationCommandTests.todayctl(
             daemon.address, ["notify", "Lunch?", "Noon at <b>Luigi's</b>", "--app", "Chat", "--action", "yes=Sure", "--action", "inline-reply=Answer"])
-        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "dnd", "on"])
+        // On for a while: the view says until when.
+        let dnd = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "dnd", "on", "for", "2h"])
+        let until = dnd.output.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "on until ", with: "")
         #expect(try await NotificationCommandTests.property(client, "Unseen") == .uint32(6))
 
         let shown = try await Self.render(daemon.address)
@@ -462,6 +464,7 @@ import TodayProtocol
         #expect(messages == ["Message 5", "Message 4", "Message 3"], "\(texts)")
         #expect(texts.contains("Show 2 more") && texts.contains("5"), "\(texts)")
         #expect(texts.contains("do not disturb: on"), "\(texts)")
+        #expect(texts.contains("Do Not Disturb until \(until)"), "\(dnd): \(texts)")
         // Opening the view: seen.
         #expect(try await eventually(5) { try await NotificationCommandTests.property(client, "Unseen") == .uint32(0) })
         // The keyboard reaches the switch, Clear All, and each notification's controls.
