@@ -63,7 +63,7 @@ struct NotificationRule: Equatable, Sendable {
             return nil
         }
         var wrong: [String] = []
-        func urgency(_ value: PlistValue) -> TodayNotification.Urgency? {
+        func urgencyNamed(_ value: PlistValue) -> TodayNotification.Urgency? {
             if let name = value.string { return TodayNotification.Urgency(name: name) }
             return value.int64.flatMap { UInt8(exactly: $0) }.flatMap(TodayNotification.Urgency.init(rawValue:))
         }
@@ -72,7 +72,7 @@ struct NotificationRule: Equatable, Sendable {
             for (key, value) in given {
                 switch key {
                 case "urgency":
-                    match.urgency = urgency(value)
+                    match.urgency = urgencyNamed(value)
                     if match.urgency == nil { wrong.append("Match.urgency must be low, normal or critical") }
                 case "app-id", "app-name", "summary", "body", "category":
                     guard let pattern = value.string else {
@@ -106,8 +106,8 @@ struct NotificationRule: Equatable, Sendable {
                 default: sounds = flag
                 }
             case "urgency":
-                self.urgency = urgency(value)
-                if self.urgency == nil { wrong.append("urgency must be low, normal or critical") }
+                urgency = urgencyNamed(value)
+                if urgency == nil { wrong.append("urgency must be low, normal or critical") }
             case "timeout":
                 guard let milliseconds = value.int64.flatMap({ Int32(exactly: $0) }), milliseconds >= 0 else {
                     wrong.append("timeout must be milliseconds (0 for until dismissed)")

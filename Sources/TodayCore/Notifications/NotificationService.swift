@@ -1,5 +1,4 @@
 import DBus
-import Dispatch
 import FoundationEssentials
 import Posix
 import PropertyList
@@ -307,9 +306,10 @@ final class NotificationService: Sendable {
     struct Posted: Sendable {
         let id: UInt32
         let effects: [NotificationBook.Effect]
-        /// The user's NotifyCommand and the notification it runs for, where
-        /// there is one.
-        var command: (argv: [String], notification: TodayNotification)?
+        /// The user's NotifyCommand and the notification it runs for.
+        typealias Command = (argv: [String], notification: TodayNotification)
+        /// Where there is one.
+        var command: Command?
     }
 
     /// Sends what a post left to announce, and runs the user's
@@ -350,8 +350,7 @@ final class NotificationService: Sendable {
         // Handed to the book whole, so that the notification it makes of
         // it is its fields' one owner (`postUndoably`).
         var handed: NotificationBook.Posting? = consume posting
-        typealias Command = (argv: [String], notification: TodayNotification)
-        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], undo: NotificationBook.Undo, sooner: Bool, command: Command?), NotificationBook.Refusal> = try book.withLock { book in
+        let result: Result<(id: UInt32, effects: [NotificationBook.Effect], undo: NotificationBook.Undo, sooner: Bool, command: Posted.Command?), NotificationBook.Refusal> = try book.withLock { book in
             // An id is on disk (reserved) before it is given. The next
             // block is reserved in the background once half of this one is
             // given; only where none is left (that write failed, or a burst
@@ -610,9 +609,9 @@ final class NotificationService: Sendable {
         let (effects, wait) = book.withLock { book in
             let effects = book.expire(at: now)
             var wait = min(book.nextExpiry.map { $0.timeIntervalSince(now) } ?? 3600, 3600)
-            if book.settings.doNotDisturb, let until = book.settings.doNotDisturbUntil {
+            if let end = book.settings.doNotDisturbEnd {
                 // One that could not be turned off is tried again in a minute.
-                wait = min(wait, stillOn ? 60 : max(until.timeIntervalSince(now), 0))
+                wait = min(wait, stillOn ? 60 : max(end.timeIntervalSince(now), 0))
             }
             book.expiryLooksAt = now.addingTimeInterval(wait)
             return (effects, wait)
@@ -626,12 +625,11 @@ final class NotificationService: Sendable {
     /// notifications.plist. Whether it is past its end and still on (the
     /// file could not be written).
     private func endDoNotDisturbIfDue(at now: Date) -> Bool {
-        let settings = book.withLock { $0.settings }
-        guard settings.doNotDisturb, let until = settings.doNotDisturbUntil, until <= now else { return false }
+        guard let end = book.withLock({ $0.settings.doNotDisturbEnd }), end <= now else { return false }
         do {
             try changeSettings { settings in
                 // As the file says now: turned off, or given a later end, since.
-                guard settings.doNotDisturb, let until = settings.doNotDisturbUntil, until <= now else { return }
+                guard let end = settings.doNotDisturbEnd, end <= now else { return }
                 settings.doNotDisturb = false
                 settings.doNotDisturbUntil = nil
             }
@@ -784,7 +782,7 @@ final class NotificationService: Sendable {
     private func announce(_ settings: NotificationSettings) {
         typealias C = Notifications.Center
         // The expiry's timer ends Do Not Disturb too.
-        if settings.doNotDisturb, let until = settings.doNotDisturbUntil { expiry.withLock { $0 }?.poke(ifBefore: until) }
+        if let end = settings.doNotDisturbEnd { expiry.withLock { $0 }?.poke(ifBefore: end) }
         center.set([
             (C.doNotDisturb.name, .boolean(settings.doNotDisturb)),
             (C.doNotDisturbUntil.name, settings.doNotDisturbUntilValue),

@@ -102,10 +102,12 @@ struct NotificationSettings: Equatable, Sendable {
         doNotDisturbUntil = until
     }
 
+    /// When Do Not Disturb, on, goes off by itself; nil where it is off
+    /// or has no end.
+    var doNotDisturbEnd: Date? { doNotDisturb ? doNotDisturbUntil : nil }
+
     /// DoNotDisturbUntil's `t`: 0 where Do Not Disturb has no end.
-    var doNotDisturbUntilValue: Value {
-        .uint64(doNotDisturb ? doNotDisturbUntil.map(ValueMapping.microseconds) ?? 0 : 0)
-    }
+    var doNotDisturbUntilValue: Value { .uint64(doNotDisturbEnd.map(ValueMapping.microseconds) ?? 0) }
 
     /// The schedule from DoNotDisturbSchedule's `(ss)`; InvalidArgs saying what is wrong.
     static func schedule(_ value: Value) throws -> (from: String, to: String) {
@@ -185,7 +187,7 @@ struct NotificationSettings: Equatable, Sendable {
         if !soundCommand.isEmpty { plist["SoundCommand"] = .array(soundCommand.map(PlistValue.string)) }
         if !soundTheme.isEmpty { plist["SoundTheme"] = .string(soundTheme) }
         if !notifyCommand.isEmpty { plist["NotifyCommand"] = .array(notifyCommand.map(PlistValue.string)) }
-        if doNotDisturb, let until = doNotDisturbUntil { plist["DoNotDisturbUntil"] = .date(until) }
+        if let end = doNotDisturbEnd { plist["DoNotDisturbUntil"] = .date(end) }
         return plist
     }
 

@@ -372,8 +372,6 @@ struct Collected {
     }
 }
 
-/// NUL-terminated copies of strings, in a nil-terminated array, as
-/// execve takes its argument list and environment.
 extension SpawnedProcess {
     /// Runs `argv` (its program a path) in exactly `environment`, with no
     /// input and its output dropped, for `limit` at most; its standard
@@ -426,6 +424,8 @@ extension SpawnedProcess.Ending: CustomStringConvertible {
     }
 }
 
+/// NUL-terminated copies of strings, in a nil-terminated array, as
+/// execve takes its argument list and environment.
 final class CStrings: @unchecked Sendable {
     // @unchecked: the copies are made in init, only read after, and freed
     // in deinit by the list that made them.
