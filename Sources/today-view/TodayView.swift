@@ -164,11 +164,14 @@ final class TodayView {
         connect(window, "destroy") { [self] in finished = true }
         if screenshot == nil, !firstFrame, !windowed, gtk_layer_is_supported() != 0 {
             // A notification center's panel: along the right edge, over
-            // other windows, the keyboard when clicked into.
+            // other windows, the keyboard when clicked into. On the overlay
+            // layer, over a fullscreen window too: the view shows only when
+            // the user asks for it (unlike a banner, which the top layer
+            // keeps under a film or a game).
             isPanel = true
             gtk_layer_init_for_window(cast(window))
             gtk_layer_set_namespace(cast(window), "today-view")
-            gtk_layer_set_layer(cast(window), GTK_LAYER_SHELL_LAYER_TOP)
+            gtk_layer_set_layer(cast(window), GTK_LAYER_SHELL_LAYER_OVERLAY)
             for edge in [GTK_LAYER_SHELL_EDGE_TOP, GTK_LAYER_SHELL_EDGE_BOTTOM, GTK_LAYER_SHELL_EDGE_RIGHT] {
                 gtk_layer_set_anchor(cast(window), edge, 1)
             }

@@ -239,6 +239,36 @@ public final class HeadlessSway: Sendable {
     /// The environment a client of this sway runs with (and no X display).
     public var environment: [String] { ["-u", "DISPLAY", "XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-1"] }
 
+    /// A film: a python3-gi window of one `color`, fullscreen, until the
+    /// process is killed. Kill it with SIGKILL: a process started from a
+    /// test's thread has that thread's signals blocked (dispatch blocks
+    /// them in its threads, and Foundation's Process passes the mask on),
+    /// SIGTERM too.
+    public func fullscreenWindow(_ color: (UInt8, UInt8, UInt8)) throws -> Process {
+        let film = Process()
+        film.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        film.arguments = environment + [
+            "GDK_BACKEND=wayland", "NO_AT_BRIDGE=1", "/usr/bin/python3", "-c",
+            """
+            import gi
+            gi.require_version("Gtk", "3.0")
+            from gi.repository import Gtk, Gdk
+            css = Gtk.CssProvider()
+            css.load_from_data(b"window { background: #\(String(format: "%02x%02x%02x", color.0, color.1, color.2)); }")
+            Gtk.StyleContext.add_provider_for_screen(Gdk.Screen.get_default(), css, 800)
+            window = Gtk.Window(title="film")
+            window.connect("destroy", Gtk.main_quit)
+            window.show_all()
+            window.fullscreen()
+            Gtk.main()
+            """,
+        ]
+        film.standardOutput = FileHandle.nullDevice
+        film.standardError = FileHandle.nullDevice
+        try film.run()
+        return film
+    }
+
     /// A shot of the screen (grim): its width, height and RGB rows.
     public func shot() async throws -> (width: Int, height: Int, pixels: [UInt8]) {
         let file = folder.appendingPathComponent("shot-\(UUID().uuidString).ppm").path

@@ -173,27 +173,7 @@ import TodayProtocol
 
         // A film: a red window, fullscreen.
         let red: (UInt8, UInt8, UInt8) = (0xff, 0, 0)
-        let film = Process()
-        film.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        film.arguments = sway.environment + [
-            "GDK_BACKEND=wayland", "NO_AT_BRIDGE=1", "/usr/bin/python3", "-c",
-            """
-            import gi
-            gi.require_version("Gtk", "3.0")
-            from gi.repository import Gtk, Gdk
-            css = Gtk.CssProvider()
-            css.load_from_data(b"window { background: #ff0000; }")
-            Gtk.StyleContext.add_provider_for_screen(Gdk.Screen.get_default(), css, 800)
-            window = Gtk.Window(title="film")
-            window.connect("destroy", Gtk.main_quit)
-            window.show_all()
-            window.fullscreen()
-            Gtk.main()
-            """,
-        ]
-        film.standardOutput = FileHandle.nullDevice
-        film.standardError = FileHandle.nullDevice
-        try film.run()
+        let film = try sway.fullscreenWindow(red)
         defer { if film.isRunning { kill(film.processIdentifier, SIGKILL) } }
         #expect(try await eventually(20) { try await sway.share(of: red, columns: 0..<800, rows: 0..<600) > 0.99 }, "the film never filled the screen")
 
@@ -215,10 +195,8 @@ import TodayProtocol
         #expect(try await shows("layer: top"), "\(Self.lines(out))")
         #expect(try await eventually(10) { try await redInCorner() > 0.99 })
 
-        // The film ends: the banner that waited under it is there.
-        // SIGKILL: a process started from a test's thread has that
-        // thread's signals blocked (dispatch blocks them in its threads,
-        // and Foundation's Process passes the mask on), SIGTERM too.
+        // The film ends (SIGKILL: `fullscreenWindow` says why): the banner
+        // that waited under it is there.
         kill(film.processIdentifier, SIGKILL)
         #expect(try await eventually(10) {
             let (red, covered) = (try await redInCorner(), try await sway.covered(fromX: 420))

@@ -733,6 +733,58 @@ import TodayProtocol
         }
     }
 
+    /// The view opens over a fullscreen window (a film, a game): the user
+    /// asked for it, so it is on the overlay layer, where the banners of
+    /// an ordinary notification stay under the film (BannerTests). Hidden
+    /// again, the film is whole.
+    @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
+    func underSwayTheViewOpensOverAFullscreenWindow() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        let sway = try await HeadlessSway()
+        defer { sway.stop() }
+        let red: (UInt8, UInt8, UInt8) = (0xff, 0, 0)
+        let film = try sway.fullscreenWindow(red)
+        defer { if film.isRunning { kill(film.processIdentifier, SIGKILL) } }
+        #expect(try await eventually(20) { try await sway.share(of: red, columns: 0..<800, rows: 0..<600) > 0.99 }, "the film never filled the screen")
+
+        let view = Process()
+        view.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        view.arguments = sway.environment + ["NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--describe"]
+        let output = Pipe()
+        view.standardOutput = output
+        view.standardError = FileHandle.nullDevice
+        try view.run()
+        defer { if view.isRunning { kill(view.processIdentifier, SIGKILL) } }
+        var text = try await read(output, until: { $0.contains("state: ") }, within: 30)
+        #expect(text.contains("state: "), "\(text)")
+
+        // The panel is the right 400 pixels: no red there, the film left of it.
+        var (right, left) = (1.0, 0.0)
+        func looked(_ expected: (right: (Double) -> Bool, left: (Double) -> Bool)) async throws -> Bool {
+            try await eventually(10) {
+                (right, left) = (
+                    try await sway.share(of: red, columns: 420..<800, rows: 0..<600), try await sway.share(of: red, columns: 0..<380, rows: 0..<600)
+                )
+                return expected.right(right) && expected.left(left)
+            }
+        }
+        #expect(try await looked(({ $0 < 0.01 }, { $0 > 0.99 })), "the view over the film: red \(right) of its right, \(left) of its left")
+        for (expected, shown) in [("window: hidden", false), ("window: shown", true)] {
+            let toggled = try await run(["env", "-u", "DISPLAY", Self.view, "--address", daemon.address, "--toggle"])
+            #expect(toggled.status == 0, "\(toggled)")
+            let seen = text
+            text += try await read(output, until: { (seen + $0).contains(expected) }, within: 10)
+            #expect(text.contains(expected), "\(text)")
+            let onScreen = try await looked(shown ? ({ $0 < 0.01 }, { $0 > 0.99 }) : ({ $0 > 0.99 }, { $0 > 0.99 }))
+            #expect(onScreen, "after the toggle to \(expected): red \(right) of the right, \(left) of the left")
+        }
+    }
+
     /// A click on the notification block of i3bar or swaybar (button 1)
     /// opens the Today view: `todayctl bar` starts `today-view --toggle`,
     /// which shows the view where none runs.
