@@ -31,6 +31,18 @@ final class NotificationList {
     private var expanded: Set<String> = []
     /// While the switch is set from todayd's value, its change is not sent back.
     private var settingSwitch = false
+    /// The header's controls that `--press` reaches, by id: the menu of
+    /// Do Not Disturb for a while, and its choices (`whiles`).
+    private(set) var headerControls: [String: (widget: Widget, isToggle: Bool)] = [:]
+
+    /// Do Not Disturb for a while, as Plasma's and iOS's menus offer it:
+    /// the id `--press` knows each by, its title, and its end (seconds
+    /// since 1970) from now.
+    static let whiles: [(id: String, title: String, end: @Sendable (UInt64) -> UInt64?)] = [
+        ("do-not-disturb-1h", "For 1 hour", { wholeMinute(3600, after: $0) }),
+        ("do-not-disturb-4h", "For 4 hours", { wholeMinute(4 * 3600, after: $0) }),
+        ("do-not-disturb-morning", "Until tomorrow morning", { nextLocalTime(hour: 8, minute: 0, after: $0) }),
+    ]
 
     static let css = """
         .section-title { font-weight: bold; font-size: 1.1em; }
@@ -43,19 +55,34 @@ final class NotificationList {
         self.connection = connection
         widget = box(vertical: true, spacing: 8)
         addClass(widget, "notifications")
+        // Two rows, so that "Do Not Disturb until 18:00" fits the pane:
+        // the title and Clear All, then Do Not Disturb, its switch and its
+        // menu of whiles.
         let header = box(vertical: false, spacing: 8)
         let title = label("Notifications", classes: ["section-title"], wrap: false)
         gtk_widget_set_hexpand(title, 1)
         append(header, title)
-        dndLabel = label("Do Not Disturb", classes: ["dim"], wrap: false)
-        append(header, dndLabel)
-        dndSwitch = shown(gtk_switch_new()!)
-        gtk_widget_set_valign(dndSwitch, GTK_ALIGN_CENTER)
-        setAccessibleLabel(dndSwitch, "Do Not Disturb")
-        append(header, dndSwitch)
         clearAll = button("Clear All") {}
         append(header, clearAll)
         append(widget, header)
+        let dndRow = box(vertical: false, spacing: 8)
+        dndLabel = label("Do Not Disturb", wrap: false)
+        gtk_widget_set_hexpand(dndLabel, 1)
+        append(dndRow, dndLabel)
+        dndSwitch = shown(gtk_switch_new()!)
+        gtk_widget_set_valign(dndSwitch, GTK_ALIGN_CENTER)
+        setAccessibleLabel(dndSwitch, "Do Not Disturb")
+        append(dndRow, dndSwitch)
+        let menu = Self.menuOfWhiles(controls: &headerControls) { [connection] end in
+            connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Set"),
+                [.string(Notifications.today.name.rawValue), .string(Notifications.Center.doNotDisturbUntil.name), .variant(.uint64(end * 1_000_000))]
+            ) { result in
+                if case .failure(let error) = result { FileSystem.writeAll(2, "today-view: Do Not Disturb for a while: \(error)\n") }
+            }
+        }
+        append(dndRow, menu)
+        append(widget, dndRow)
         groupsBox = box(vertical: true, spacing: 10)
         append(widget, groupsBox)
         connect(clearAll, "clicked") { [self] in call(Notifications.Center.dismissAll, "") }
@@ -67,6 +94,35 @@ final class NotificationList {
                 [.string(Notifications.today.name.rawValue), .string(Notifications.Center.doNotDisturb.name), .variant(.boolean(on))]
             ) { _ in }
         })
+    }
+
+    /// The menu beside the switch: a button with an arrow whose popover
+    /// offers `whiles`; a choice turns Do Not Disturb on until its end
+    /// (`DoNotDisturbUntil`), worked out when it is chosen.
+    private static func menuOfWhiles(
+        controls: inout [String: (widget: Widget, isToggle: Bool)], _ choose: @escaping (UInt64) -> Void
+    ) -> Widget {
+        let menu = shown(gtk_menu_button_new()!)
+        gtk_widget_set_valign(menu, GTK_ALIGN_CENTER)
+        setAccessibleLabel(menu, "Do Not Disturb for a while")
+        gtk_widget_set_tooltip_text(menu, "Do Not Disturb for a while")
+        controls["do-not-disturb-menu"] = (menu, true)
+        let popover = gtk_popover_new(menu)!
+        let choices = box(vertical: true, spacing: 0)
+        setMargins(choices, top: 6, left: 6, bottom: 6, right: 6)
+        for choice in whiles {
+            let item = button(choice.title) {
+                gtk_popover_popdown(cast(popover))
+                if let end = choice.end(nowMicroseconds() / 1_000_000) { choose(end) }
+            }
+            addClass(item, "flat")
+            if let title = gtk_bin_get_child(cast(item)) { gtk_label_set_xalign(cast(title), 0) }
+            append(choices, item)
+            controls[choice.id] = (item, false)
+        }
+        gtk_container_add(cast(popover), shown(choices))
+        gtk_menu_button_set_popover(cast(menu), popover)
+        return menu
     }
 
     /// The list and Do Not Disturb as todayd has them, or nil when it does

@@ -448,7 +448,7 @@ final class TodayView {
     /// would; with --describe, says what the control shows right after.
     private func pressAsked() {
         for id in presses where !pressed.contains(id) {
-            guard let (control, isToggle) = controls[id] else { continue }
+            guard let (control, isToggle) = controls[id] ?? notifications?.headerControls[id] else { continue }
             pressed.insert(id)
             // What a click does: a toggle turns over, a button is clicked,
             // both at once (gtk_widget_activate clicks a moment later, as

@@ -22,7 +22,9 @@
 // --first-frame exits once the first frame showing todayd's answer is on
 // screen: what `scripts/bench-center` times.
 // --press presses a card's button or toggle of that action id, as a click
-// would, once the window shows it.
+// would, once the window shows it; or the notifications' menu of Do Not
+// Disturb for a while (do-not-disturb-menu) or one of its choices
+// (do-not-disturb-1h, do-not-disturb-4h, do-not-disturb-morning).
 import CGtk
 import DBus
 import FoundationEssentials

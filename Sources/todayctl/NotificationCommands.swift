@@ -304,9 +304,7 @@ private func doNotDisturb(_ center: NotificationCenterClient, _ operands: [Strin
             guard let seconds = DoNotDisturbText.duration(operands[2]) else {
                 throw Failure.usage("'\(operands[2])' is not a length of time: write minutes or hours, such as 45m, 2h or 1h30m")
             }
-            // Up to the next whole minute: an end read as a time of day
-            // (`on until 18:42`), as iOS gives it.
-            end = (now + seconds + 59) / 60 * 60
+            end = wholeMinute(seconds, after: now)
         case "until":
             guard DoNotDisturbText.isTimeOfDay(operands[2]), let next = DoNotDisturbText.next(operands[2], after: now) else {
                 throw Failure.usage("'\(operands[2])' is not a time of day: write HH:MM, from 00:00 to 23:59")
@@ -370,17 +368,7 @@ enum DoNotDisturbText {
     static func next(_ text: String, after now: UInt64) -> UInt64? {
         let parts = text.split(separator: ":")
         guard parts.count == 2, let hour = Int32(parts[0]), let minute = Int32(parts[1]) else { return nil }
-        var clock = time_t(clamping: now)
-        var day = tm()
-        guard localtime_r(&clock, &day) != nil else { return nil }
-        for _ in 0..<2 {
-            var at = day
-            (at.tm_hour, at.tm_min, at.tm_sec, at.tm_isdst) = (hour, minute, 0, -1)
-            let seconds = mktime(&at)
-            if seconds > clock { return UInt64(seconds) }
-            day.tm_mday += 1
-        }
-        return nil
+        return nextLocalTime(hour: hour, minute: minute, after: now)
     }
 
     static func schedule(_ value: Value?) -> (String, String) {

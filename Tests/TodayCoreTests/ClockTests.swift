@@ -12,6 +12,23 @@ import TodayProtocol
 @Suite struct ClockTests {
     static let t0 = Date(timeIntervalSince1970: 1_796_083_200)
 
+    /// Do Not Disturb for a while ends on a whole minute, never before the
+    /// while is up; "until 08:00" is the next 08:00 of local time.
+    @Test func theEndsOfDoNotDisturbForAWhile() throws {
+        #expect(wholeMinute(3600, after: 1000) == 4620)
+        #expect(wholeMinute(60, after: 120) == 180)
+        #expect(wholeMinute(60, after: 121) == 240)
+        let now = UInt64(Self.t0.timeIntervalSince1970) + 12_345
+        let morning = try #require(nextLocalTime(hour: 8, minute: 0, after: now))
+        var seconds = time_t(morning)
+        var parts = tm()
+        #expect(localtime_r(&seconds, &parts) != nil)
+        #expect((parts.tm_hour, parts.tm_min, parts.tm_sec) == (8, 0, 0))
+        #expect(morning > now && morning - now <= 86_400 + 3600, "\(morning) after \(now)")
+        // At 08:00 itself, the next one is a day later.
+        #expect(try #require(nextLocalTime(hour: 8, minute: 0, after: morning)) - morning >= 86_400 - 3600)
+    }
+
     @Test func aManualTimerLooksOnlyWhenItsTimeComes() {
         let clock = ManualClock(Self.t0)
         let looks = Locked<[Date]>([])

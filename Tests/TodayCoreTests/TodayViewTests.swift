@@ -190,7 +190,7 @@ import TodayProtocol
         let focus = shown.texts.filter { $0.hasPrefix("focus ") }
         #expect(
             focus == [
-                "focus GtkSwitch: ", "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
+                "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
                 "focus GtkToggleButton: Pin",
             ], "\(focus)")
         // The narrow pane.
@@ -469,7 +469,7 @@ import TodayProtocol
         #expect(try await eventually(5) { try await NotificationCommandTests.property(client, "Unseen") == .uint32(0) })
         // The keyboard reaches the switch, Clear All, and each notification's controls.
         let focus = texts.filter { $0.hasPrefix("focus ") }
-        #expect(focus.prefix(3) == ["focus GtkSwitch: ", "focus GtkButton: Clear All", "focus GtkButton: Clear"], "\(focus)")
+        #expect(focus.prefix(4) == ["focus GtkButton: Clear All", "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Clear"], "\(focus)")
         #expect(focus.contains("focus GtkButton: Sure") && focus.contains("focus GtkEntry: ") && focus.contains("focus GtkButton: Show 2 more"), "\(focus)")
     }
 
@@ -731,6 +731,39 @@ import TodayProtocol
             }
             #expect(onScreen, "after the toggle to \(expected): the right of the screen \(right) covered")
         }
+    }
+
+    /// The menu beside the Do Not Disturb switch turns it on for a while,
+    /// as Plasma's does: for an hour (to the next whole minute, read as a
+    /// time of day) or until tomorrow morning; the view then says until
+    /// when.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func doNotDisturbForAWhileFromTheView() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+
+        let before = nowMicroseconds() / 1_000_000
+        let hour = try await Self.render(daemon.address, delay: 3, presses: ["do-not-disturb-1h"])
+        #expect(hour.status == 0, "\(hour.errors)")
+        #expect(hour.texts.first == "pressed do-not-disturb-1h", "\(hour.texts)")
+        let end = try #require(try await NotificationCommandTests.property(client, "DoNotDisturbUntil")?.uint64)
+        #expect(try await NotificationCommandTests.property(client, "DoNotDisturb") == .boolean(true))
+        #expect(end % 60_000_000 == 0 && end / 1_000_000 >= before + 3600 && end / 1_000_000 <= nowMicroseconds() / 1_000_000 + 3660, "\(end)")
+        #expect(hour.texts.contains("Do Not Disturb until \(localMinute(end))") && hour.texts.contains("do not disturb: on"), "\(hour.texts)")
+
+        let morning = try await Self.render(daemon.address, delay: 3, presses: ["do-not-disturb-morning"])
+        #expect(morning.status == 0, "\(morning.errors)")
+        let expected = try #require(nextLocalTime(hour: 8, minute: 0, after: nowMicroseconds() / 1_000_000))
+        #expect(try await NotificationCommandTests.property(client, "DoNotDisturbUntil") == .uint64(expected * 1_000_000))
+        #expect(morning.texts.contains("Do Not Disturb until \(localMinute(expected * 1_000_000))"), "\(morning.texts)")
+
+        // The switch turns it off, and the end with it.
+        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "dnd", "off"])
+        #expect(try await NotificationCommandTests.property(client, "DoNotDisturbUntil") == .uint64(0))
     }
 
     /// The view opens over a fullscreen window (a film, a game): the user

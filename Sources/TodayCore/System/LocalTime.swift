@@ -31,3 +31,27 @@ public func localMinute(_ microseconds: UInt64) -> String {
     let full = localTime(microseconds)
     return full.hasSuffix(":00") ? String(full.dropLast(3)) : full
 }
+
+/// Do Not Disturb for a while: the end `seconds` after `now` (seconds since
+/// 1970), up to the next whole minute, so that it reads as a time of day
+/// (`until 18:42`), as iOS gives it.
+public func wholeMinute(_ seconds: UInt64, after now: UInt64) -> UInt64 {
+    (now &+ seconds &+ 59) / 60 * 60
+}
+
+/// The next `hour`:`minute` (local time) after `now` (seconds since
+/// 1970): today's where it is still to come, else tomorrow's; nil where
+/// the C library cannot say.
+public func nextLocalTime(hour: Int32, minute: Int32, after now: UInt64) -> UInt64? {
+    var clock = time_t(clamping: now)
+    var day = tm()
+    guard localtime_r(&clock, &day) != nil else { return nil }
+    for _ in 0..<2 {
+        var at = day
+        (at.tm_hour, at.tm_min, at.tm_sec, at.tm_isdst) = (hour, minute, 0, -1)
+        let seconds = mktime(&at)
+        if seconds > clock { return UInt64(seconds) }
+        day.tm_mday += 1
+    }
+    return nil
+}
