@@ -31,6 +31,8 @@ final class NotificationList {
     private var expanded: Set<String> = []
     /// While the switch is set from todayd's value, its change is not sent back.
     private var settingSwitch = false
+    /// AppPolicies as todayd last gave them: what each group's menu shows.
+    private var policies: [String: [String: Value]] = [:]
     /// The header's controls that `--press` reaches, by id: the menu of
     /// Do Not Disturb for a while, and its choices (`whiles`).
     private(set) var headerControls: [String: (widget: Widget, isToggle: Bool)] = [:]
@@ -125,19 +127,86 @@ final class NotificationList {
         return menu
     }
 
+    /// What the view shows of todayd's notification server.
+    struct Fetched: Sendable {
+        var entries: [NotificationEntry]
+        var doNotDisturb: Bool
+        /// When Do Not Disturb goes off by itself (µs since 1970); 0: no end.
+        var until: UInt64
+        /// AppPolicies: each app's policy, by app id (`""`: the default).
+        var policies: [String: [String: Value]]
+    }
+
+    /// An app's settings, as GNOME's and Plasma's notification settings
+    /// give them: banners, kept in the list, sounds. What an app that has
+    /// no policy of its own shows is the default policy's (`""`); a change
+    /// makes the app a policy of its own from what it showed, with the one
+    /// setting changed (SetAppPolicy replaces a policy whole, so its
+    /// urgency and time go along). `--press` knows each check by
+    /// `app-KEY:APP` and the menu by `app-settings:APP`.
+    private func appSettings(_ appID: String, title: String) -> Widget {
+        let menu = shown(gtk_menu_button_new()!)
+        gtk_widget_set_valign(menu, GTK_ALIGN_CENTER)
+        gtk_button_set_image(cast(menu), gtk_image_new_from_icon_name("emblem-system-symbolic", GTK_ICON_SIZE_BUTTON))
+        addClass(menu, "flat")
+        setAccessibleLabel(menu, "Settings of \(title)'s notifications")
+        gtk_widget_set_tooltip_text(menu, "Settings of \(title)'s notifications")
+        let popover = gtk_popover_new(menu)!
+        let checks = box(vertical: true, spacing: 2)
+        setMargins(checks, top: 6, left: 6, bottom: 6, right: 6)
+        let heading = label(title, classes: ["group-title"], wrap: false)
+        append(checks, heading)
+        var boxes: [(key: String, widget: Widget)] = []
+        for (key, text) in Self.appSettingKeys {
+            let check = shown(gtk_check_button_new_with_label(text)!)
+            append(checks, check)
+            boxes.append((key, check))
+            headerControls["app-\(key):\(appID)"] = (check, true)
+        }
+        headerControls["app-settings:\(appID)"] = (menu, true)
+        gtk_container_add(cast(popover), shown(checks))
+        gtk_menu_button_set_popover(cast(menu), popover)
+        // The checks show the policy as it is now, set without sending it
+        // back; a change the user makes is sent.
+        var setting = false
+        func showPolicy() {
+            let policy = policies[appID] ?? policies[""] ?? [:]
+            setting = true
+            for (key, check) in boxes { gtk_toggle_button_set_active(cast(check), policy[key]?.bool ?? true ? 1 : 0) }
+            setting = false
+        }
+        showPolicy()
+        connect(menu, "toggled") { showPolicy() }
+        for (key, check) in boxes {
+            connect(check, "toggled") { [self] in
+                guard !setting else { return }
+                var policy = policies[appID] ?? policies[""] ?? [:]
+                policy[key] = .boolean(gtk_toggle_button_get_active(cast(check)) != 0)
+                policies[appID] = policy
+                call(Notifications.Center.setAppPolicy, appID, VariantDictionary(policy.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+            }
+        }
+        return menu
+    }
+
+    /// An app's settings in its group's menu: the policy's key and what the
+    /// check says.
+    static let appSettingKeys = [("banners", "Banners"), ("list", "Keep in the list"), ("sounds", "Sounds")]
+
     /// The list and Do Not Disturb as todayd has them, or nil when it does
     /// not answer (or serves no notifications).
-    nonisolated static func fetch(_ connection: Connection) async -> (entries: [NotificationEntry], doNotDisturb: Bool, until: UInt64)? {
+    nonisolated static func fetch(_ connection: Connection) async -> Fetched? {
         do {
             let reply = try await connection.call(
                 Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.listNotifications)
             let properties = try await connection.call(
                 Today.busName, path: Today.managerPath, interface: .properties, member: .getAll, [.string(Notifications.today.name.rawValue)])
             let values = properties.body.first?.stringDictionary ?? [:]
-            return (
-                NotificationEntry.list(reply.body.first ?? .array(.variant, [])), values[Notifications.Center.doNotDisturb.name]?.bool ?? false,
-                values[Notifications.Center.doNotDisturbUntil.name]?.uint64 ?? 0
-            )
+            let policies = (values[Notifications.Center.appPolicies.name]?.stringDictionary ?? [:]).compactMapValues(\.stringDictionary)
+            return Fetched(
+                entries: NotificationEntry.list(reply.body.first ?? .array(.variant, [])),
+                doNotDisturb: values[Notifications.Center.doNotDisturb.name]?.bool ?? false,
+                until: values[Notifications.Center.doNotDisturbUntil.name]?.uint64 ?? 0, policies: policies)
         } catch {
             return nil
         }
@@ -174,7 +243,8 @@ final class NotificationList {
 
     /// Shows `fetched`; the groups are made again only when what they
     /// show changed.
-    func show(_ fetched: (entries: [NotificationEntry], doNotDisturb: Bool, until: UInt64), now: Date = Date()) {
+    func show(_ fetched: Fetched, now: Date = Date()) {
+        policies = fetched.policies
         if fetched.doNotDisturb != doNotDisturb || gtk_switch_get_active(cast(dndSwitch)) != (fetched.doNotDisturb ? 1 : 0) {
             doNotDisturb = fetched.doNotDisturb
             settingSwitch = true
@@ -250,6 +320,7 @@ final class NotificationList {
         addClass(clear, "flat")
         setAccessibleLabel(clear, "Clear \(group.first?.appTitle ?? appID)")
         append(header, clear)
+        append(header, appSettings(appID, title: group.first?.appTitle ?? appID))
         append(section, header)
 
         let list = shown(gtk_list_box_new()!)

@@ -344,7 +344,7 @@ final class TodayView {
 
     /// Shows the notifications; opening the view marks them seen, and so
     /// does a change while it is shown (as a panel, or as the active window).
-    private func show(_ fetched: (entries: [NotificationEntry], doNotDisturb: Bool, until: UInt64)) {
+    private func show(_ fetched: NotificationList.Fetched) {
         guard let notifications, let window else { return }
         let changed = fetched.entries != notifications.entries
         notifications.show(fetched)

@@ -766,6 +766,48 @@ import TodayProtocol
         #expect(try await NotificationCommandTests.property(client, "DoNotDisturbUntil") == .uint64(0))
     }
 
+    /// Each app's group has a menu of its settings, as GNOME's and
+    /// Plasma's notification settings do: banners, kept in the list,
+    /// sounds. A change makes the app's policy from what the menu showed
+    /// (the default policy where the app had none), with the one setting
+    /// changed.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func anAppsSettingsFromItsGroup() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        for app in ["Chat", "Mail"] {
+            let sent = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "From \(app)", "--app", app])
+            #expect(sent.status == 0, "\(sent)")
+        }
+        func policies() async throws -> [String: [String: Value]] {
+            let value = try await NotificationCommandTests.property(client, "AppPolicies")
+            return (value?.stringDictionary ?? [:]).compactMapValues(\.stringDictionary)
+        }
+        #expect(try await policies().isEmpty)
+
+        // Chat, with no policy and no default: all on; Banners off.
+        let chat = try await Self.render(daemon.address, delay: 3, presses: ["app-banners:Chat"])
+        #expect(chat.status == 0, "\(chat.errors)")
+        #expect(chat.texts.first == "pressed app-banners:Chat: off", "\(chat.texts)")
+        #expect(try await policies()["Chat"] == ["banners": .boolean(false), "list": .boolean(true), "sounds": .boolean(true)])
+
+        // Mail under a default without sounds: its menu shows the default,
+        // and its own policy keeps it, with Keep in the list off.
+        let quiet = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "policy", "", "sounds=false"])
+        #expect(quiet.status == 0, "\(quiet)")
+        let mail = try await Self.render(daemon.address, delay: 3, presses: ["app-sounds:Mail", "app-list:Mail", "app-banners:Chat"])
+        #expect(mail.status == 0, "\(mail.errors)")
+        // Sounds was off (the default's): pressed, it is on; Chat's Banners, off, comes back on.
+        #expect(mail.texts.prefix(3) == ["pressed app-sounds:Mail: on", "pressed app-list:Mail: off", "pressed app-banners:Chat: on"], "\(mail.texts)")
+        let after = try await policies()
+        #expect(after["Mail"] == ["banners": .boolean(true), "list": .boolean(false), "sounds": .boolean(true)], "\(after)")
+        #expect(after["Chat"]?["banners"] == .boolean(true) && after[""]?["sounds"] == .boolean(false), "\(after)")
+    }
+
     /// The view opens over a fullscreen window (a film, a game): the user
     /// asked for it, so it is on the overlay layer, where the banners of
     /// an ordinary notification stay under the film (BannerTests). Hidden
