@@ -145,6 +145,7 @@ package final class NotificationCard {
             setAccessibleLabel(dismiss, "Dismiss \(entry.summary)")
         }
         setClass(content, "critical", entry.urgency == .critical)
+        setClass(content, "low", entry.urgency == .low)
         setClass(content, "closed", !entry.isOpen)
 
         if showApp, let appName {

@@ -47,6 +47,8 @@ final class Banners {
     private var window: Widget?
     private var list: Widget?
     private var onLayerShell = false
+    /// The user's style.css, followed.
+    private var userStyle: UserStyle?
     /// Whether the banners are on the overlay layer, over a fullscreen
     /// window, rather than the top layer, under it.
     private var overFullscreen = false
@@ -79,6 +81,7 @@ final class Banners {
 
     func start() {
         loadCSS(notificationCSS + Self.css)
+        userStyle = UserStyle.follow()
         // Light or dark, as the desktop prefers, followed live.
         Style.follow(on: connection, { dark in onMainLoop { preferDarkStyle(dark) } }, known: {})
         let window = gtk_window_new(GTK_WINDOW_TOPLEVEL)!

@@ -53,6 +53,8 @@ final class TodayView {
     private var markedSeenOnce = false
     /// Whether the view is a panel along the screen's edge (layer-shell).
     private var isPanel = false
+    /// The user's style.css, followed.
+    private var userStyle: UserStyle?
     /// Whether the next list shown follows a `present`.
     private var presenting = false
     private var banner: Widget?
@@ -128,6 +130,7 @@ final class TodayView {
         subscribe()
         refresh()
         loadCSS(Self.css + notificationCSS + NotificationList.css)
+        userStyle = UserStyle.follow()
         switch style {
         case .light: preferDarkStyle(false)
         case .dark: preferDarkStyle(true)
@@ -160,6 +163,8 @@ final class TodayView {
         let window = gtk_window_new(GTK_WINDOW_TOPLEVEL)!
         self.window = window
         gtk_window_set_title(cast(window), "Today")
+        // What the user's style.css names it by.
+        addClass(window, "today")
         gtk_window_set_default_size(cast(window), pane ? 360 : 520, pane ? 900 : 640)
         connect(window, "destroy") { [self] in finished = true }
         if screenshot == nil, !firstFrame, !windowed, gtk_layer_is_supported() != 0 {

@@ -808,6 +808,60 @@ import TodayProtocol
         #expect(after["Chat"]?["banners"] == .boolean(true) && after[""]?["sounds"] == .boolean(false), "\(after)")
     }
 
+    /// The user's style.css (`$XDG_CONFIG_HOME/todayd/style.css`) is over
+    /// todayd's own, as SwayNotificationCenter's is; a change to it shows
+    /// while the view runs, a mistake is named with its line and the rest
+    /// applies, and with the file gone todayd's own style is back. Seen in
+    /// grim's shots under sway.
+    @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
+    func underSwayTheUsersStyleSheetIsFollowed() async throws {
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path])
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "Lunch?", "Noon at Luigi's", "--app", "Chat"])
+        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "Later", "--app", "Chat", "--urgency", "low"])
+        let config = try temporaryDirectory("style")
+        defer { try? FileManager.default.removeItem(at: config) }
+        let sheet = config.appendingPathComponent("todayd/style.css")
+        try FileManager.default.createDirectory(at: sheet.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try ".notification { background: #ff00ff; }\n.notification.low { background: #0000ff; }\n".write(to: sheet, atomically: true, encoding: .utf8)
+
+        let sway = try await HeadlessSway()
+        defer { sway.stop() }
+        let errors = config.appendingPathComponent("errors")
+        let view = Process()
+        view.executableURL = URL(fileURLWithPath: "/bin/sh")
+        view.arguments = ["-c", "exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_CONFIG_HOME=\(config.path) \(Self.view) --address \(daemon.address) 2> \(errors.path)"]
+        view.standardOutput = FileHandle.nullDevice
+        try view.run()
+        defer { if view.isRunning { kill(view.processIdentifier, SIGKILL) } }
+        let (magenta, blue, green): ((UInt8, UInt8, UInt8), (UInt8, UInt8, UInt8), (UInt8, UInt8, UInt8)) = ((0xff, 0, 0xff), (0, 0, 0xff), (0, 0xff, 0))
+        var shares: [Double] = []
+        func shows(_ expected: (magenta: Bool, blue: Bool, green: Bool)) async throws -> Bool {
+            try await eventually(15) {
+                shares = [
+                    try await sway.share(of: magenta, columns: 400..<800, rows: 0..<600), try await sway.share(of: blue, columns: 400..<800, rows: 0..<600),
+                    try await sway.share(of: green, columns: 400..<800, rows: 0..<600),
+                ]
+                return (shares[0] > 0.02) == expected.magenta && (shares[1] > 0.02) == expected.blue && (shares[2] > 0.02) == expected.green
+            }
+        }
+        #expect(try await shows((true, true, false)), "the sheet at start: magenta, blue, green \(shares)")
+
+        // Written again while the view runs, with a mistake on line 2.
+        try ".notification { background: #00ff00; }\n.notification { colour: red; }\n".write(to: sheet, atomically: true, encoding: .utf8)
+        #expect(try await shows((false, false, true)), "the sheet changed: magenta, blue, green \(shares)")
+        let said = try await eventually(10) { ((try? String(contentsOf: errors, encoding: .utf8)) ?? "").contains("\(sheet.path):2:") }
+        #expect(said, "\((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+
+        // Gone: todayd's own style.
+        try FileManager.default.removeItem(at: sheet)
+        #expect(try await shows((false, false, false)), "the sheet removed: magenta, blue, green \(shares)")
+    }
+
     /// The view opens over a fullscreen window (a film, a game): the user
     /// asked for it, so it is on the overlay layer, where the banners of
     /// an ordinary notification stay under the film (BannerTests). Hidden
