@@ -93,7 +93,10 @@ public enum Notifications {
             Center.listNotifications, Center.getNotification, Center.dismiss, Center.dismissAll, Center.invokeAction, Center.reply, Center.markSeen,
             Center.setAppPolicy, Center.schedule, Center.pendingRequests, Center.removePending, Center.removeDelivered, Center.setCategories,
         ],
-        properties: [Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbUntil, Center.doNotDisturbSchedule, Center.appPolicies],
+        properties: [
+            Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbUntil, Center.doNotDisturbSchedule, Center.appPolicies,
+            Center.bannerPosition,
+        ],
         signals: [Center.notificationsChanged],
         doc: "io.github.todayd.Today1.Notifications: the notification center, for the view, banners, bars and todayctl.")
 
@@ -143,8 +146,31 @@ public enum Notifications {
         public static let doNotDisturbSchedule = Property(
             "DoNotDisturbSchedule", "(ss)", access: .readwrite, doc: "Daily from, to, HH:MM local time; (\"\", \"\"): none.")
         public static let appPolicies = Property("AppPolicies", "a{sa{sv}}")
+        public static let bannerPosition = Property(
+            "BannerPosition", "s", access: .readwrite,
+            doc: "Where the banners show: top-right (the default), top-left, top, bottom-right, bottom-left or bottom.")
 
         public static let notificationsChanged = Signal(
             MemberName("NotificationsChanged"), [Argument("changed", "au"), Argument("removed", "au")], doc: "After every change.")
+    }
+}
+
+/// Where the banners show (BannerPosition): a corner of the screen, or the
+/// middle of its top or bottom edge, as mako's `anchor`, dunst's `origin`
+/// and SwayNotificationCenter's `positionX` and `positionY` give it.
+public enum BannerPosition: String, CaseIterable, Sendable {
+    case topRight = "top-right", topLeft = "top-left", top
+    case bottomRight = "bottom-right", bottomLeft = "bottom-left", bottom
+
+    /// Along the top edge, else the bottom.
+    public var atTop: Bool { self == .topRight || self == .topLeft || self == .top }
+    /// At the left edge, the right, or neither (the middle).
+    public var atLeft: Bool { self == .topLeft || self == .bottomLeft }
+    public var atRight: Bool { self == .topRight || self == .bottomRight }
+
+    /// The positions as a sentence names them: "top-right, top-left, … or bottom".
+    public static var choices: String {
+        let names = allCases.map(\.rawValue)
+        return names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
     }
 }

@@ -52,12 +52,13 @@ final class Banners {
     /// Whether the banners are on the overlay layer, over a fullscreen
     /// window, rather than the top layer, under it.
     private var overFullscreen = false
-    /// Under X11, where the banners' top-right corner goes: 12 pixels in
-    /// from the primary monitor's work area. GDK asks the X server for the
-    /// work area at each look (three round trips), so it is looked up at
-    /// start and whenever the last banner has gone, not while a banner
-    /// waits to be shown.
-    private var corner: (x: Int32, y: Int32)?
+    /// Where the banners show (todayd's BannerPosition), followed live.
+    private var position = BannerPosition.topRight
+    /// Under X11, the primary monitor's work area, which the banners keep
+    /// 12 pixels in from. GDK asks the X server for the work area at each
+    /// look (three round trips), so it is looked up at start and whenever
+    /// the last banner has gone, not while a banner waits to be shown.
+    private var workArea: GdkRectangle?
     private var idleSince = Date()
     private var announced: String?
     private var pressed: Set<String> = []
@@ -96,14 +97,11 @@ final class Banners {
             gtk_layer_init_for_window(cast(window))
             gtk_layer_set_namespace(cast(window), "todayd-banners")
             gtk_layer_set_layer(cast(window), GTK_LAYER_SHELL_LAYER_TOP)
-            gtk_layer_set_anchor(cast(window), GTK_LAYER_SHELL_EDGE_TOP, 1)
-            gtk_layer_set_anchor(cast(window), GTK_LAYER_SHELL_EDGE_RIGHT, 1)
-            gtk_layer_set_margin(cast(window), GTK_LAYER_SHELL_EDGE_TOP, 12)
-            gtk_layer_set_margin(cast(window), GTK_LAYER_SHELL_EDGE_RIGHT, 12)
+            anchor(window)
             gtk_layer_set_keyboard_mode(cast(window), GTK_LAYER_SHELL_KEYBOARD_MODE_NONE)
         } else {
             // X11: an undecorated window of the notification type, at the
-            // work area's top-right corner, that the window manager never focuses.
+            // work area's corner (or edge), that the window manager never focuses.
             gtk_window_set_type_hint(cast(window), GDK_WINDOW_TYPE_HINT_NOTIFICATION)
             gtk_window_set_decorated(cast(window), 0)
             gtk_window_set_accept_focus(cast(window), 0)
@@ -111,7 +109,7 @@ final class Banners {
             gtk_window_set_keep_above(cast(window), 1)
             gtk_window_set_skip_taskbar_hint(cast(window), 1)
             gtk_window_set_skip_pager_hint(cast(window), 1)
-            corner = lookUpCorner()
+            workArea = lookUpWorkArea()
         }
         let list = shown(gtk_list_box_new()!)
         self.list = list
@@ -138,18 +136,75 @@ final class Banners {
         makeSpare()
         connect(window, "destroy") { [self] in finished = true }
         serve()
+        followPosition()
         every(seconds: 5) { [self] in
             if !stay, showing.isEmpty, queued.isEmpty, Date().timeIntervalSince(idleSince) >= Self.idleSeconds { finished = true }
             return !finished
         }
     }
 
-    private func lookUpCorner() -> (x: Int32, y: Int32)? {
+    private func lookUpWorkArea() -> GdkRectangle? {
         guard let display = gdk_display_get_default(), let monitor = gdk_display_get_primary_monitor(display) ?? gdk_display_get_monitor(display, 0)
         else { return nil }
         var area = GdkRectangle()
         gdk_monitor_get_workarea(monitor, &area)
-        return (area.x + area.width - 12, area.y + 12)
+        return area
+    }
+
+    /// On layer-shell: anchored to `position`'s edges, 12 pixels in from
+    /// each (along the top or bottom edge alone, the compositor centres it).
+    private func anchor(_ window: Widget) {
+        let edges = [
+            (GTK_LAYER_SHELL_EDGE_TOP, position.atTop), (GTK_LAYER_SHELL_EDGE_BOTTOM, !position.atTop),
+            (GTK_LAYER_SHELL_EDGE_LEFT, position.atLeft), (GTK_LAYER_SHELL_EDGE_RIGHT, position.atRight),
+        ]
+        for (edge, anchored) in edges {
+            gtk_layer_set_anchor(cast(window), edge, anchored ? 1 : 0)
+            gtk_layer_set_margin(cast(window), edge, anchored ? 12 : 0)
+        }
+    }
+
+    /// Under X11: the top-left corner for a window of `width` and `height`
+    /// at `position` in `area`, 12 pixels in.
+    static func place(width: Int32, height: Int32, at position: BannerPosition, in area: GdkRectangle) -> (x: Int32, y: Int32) {
+        let x = position.atLeft ? area.x + 12 : position.atRight ? area.x + area.width - 12 - width : area.x + (area.width - width) / 2
+        let y = position.atTop ? area.y + 12 : area.y + area.height - 12 - height
+        return (x, y)
+    }
+
+    /// Moves the banners to `position` (BannerPosition changed).
+    private func move(to position: BannerPosition) {
+        guard position != self.position, let window else { return }
+        self.position = position
+        if describe { FileDescriptor.standardOutput.writeAll("position: \(position.rawValue)\n") }
+        if onLayerShell { anchor(window) }
+        if !showing.isEmpty { redraw() }
+    }
+
+    /// Reads BannerPosition now, and again whenever todayd says it changed.
+    private func followPosition() {
+        let connection = connection
+        let name = Notifications.Center.bannerPosition.name
+        let apply: @Sendable (Value?) -> Void = { [self] value in
+            guard let position = value?.string.flatMap(BannerPosition.init(rawValue:)) else { return }
+            onMainLoop { [self] in MainActor.assumeIsolated { move(to: position) } }
+        }
+        Task.detached {
+            // The bus is asked for todayd's signals; they are matched here
+            // without the sender, which they carry as a unique name.
+            let rule = MatchRule(interface: .properties, member: .propertiesChanged, arg0: Notifications.today.name.rawValue)
+            var bus = rule
+            bus.sender = Today.busName.rawValue
+            _ = try? await connection.subscribe(bus) { _ in }
+            _ = try? await connection.subscribe(rule, addToBus: false) { message in
+                guard let changed = message.body.count > 1 ? message.body[1].stringDictionary : nil, let value = changed[name] else { return }
+                apply(value)
+            }
+            let reply = try? await connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+                [.string(Notifications.today.name.rawValue), .string(name)])
+            apply(reply?.body.first)
+        }
     }
 
     // MARK: The bus
@@ -354,7 +409,7 @@ final class Banners {
             gtk_widget_hide(window)
             idleSince = now
             // For the next first banner, while nothing waits on it.
-            if !onLayerShell { corner = lookUpCorner() }
+            if !onLayerShell { workArea = lookUpWorkArea() }
             // Idle until the next banner: the heap the banners took goes
             // back to the system (glibc keeps freed memory otherwise).
             today_malloc_give_back()
@@ -376,15 +431,16 @@ final class Banners {
                     gtk_layer_set_layer(cast(window), critical ? GTK_LAYER_SHELL_LAYER_OVERLAY : GTK_LAYER_SHELL_LAYER_TOP)
                     if describe { FileDescriptor.standardOutput.writeAll("layer: \(critical ? "overlay" : "top")\n") }
                 }
-            } else if let corner = corner ?? lookUpCorner() {
-                // Placed by its top-left corner, from the width it takes:
+            } else if let area = workArea ?? lookUpWorkArea() {
+                // Placed by its top-left corner, from the size it takes:
                 // a window manager may not honour a gravity (and on a bare
                 // X server none does), which would leave it off the screen.
                 var natural = GtkRequisition()
                 gtk_widget_get_preferred_size(window, nil, &natural)
                 let width = max(natural.width, Self.width)
-                gtk_window_move(cast(window), corner.x - width, corner.y)
-                if describe { FileDescriptor.standardOutput.writeAll("placed: \(corner.x - width) \(corner.y) \(width)\n") }
+                let (x, y) = Self.place(width: width, height: natural.height, at: position, in: area)
+                gtk_window_move(cast(window), x, y)
+                if describe { FileDescriptor.standardOutput.writeAll("placed: \(x) \(y) \(width)\n") }
             }
             // As small as what it shows.
             gtk_window_resize(cast(window), Self.width, 1)

@@ -271,11 +271,24 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
         try await center.call(Notifications.Center.reply, try id(operands[0]), operands[1])
     case "dnd": try await doNotDisturb(center, operands, json: json)
     case "policy": try await policy(center, operands, json: json)
+    case "position":
+        // Where the banners show: printed, or set.
+        try expect(0...1)
+        typealias C = Notifications.Center
+        if let name = operands.first {
+            guard BannerPosition(rawValue: name) != nil else {
+                throw Failure.usage("'\(name)' is not a place for the banners: write \(BannerPosition.choices)")
+            }
+            try await center.set(C.bannerPosition, .string(name))
+        } else {
+            let position = try await center.property(C.bannerPosition)?.string ?? BannerPosition.topRight.rawValue
+            if json { Out.json(.dictionary(["position": .string(position)])) } else { Out.line(position) }
+        }
     case "watch":
         try expect(0...0)
         try await watchNotifications(client, json: json)
     default:
-        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy or watch, not '\(verb)'")
+        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position or watch, not '\(verb)'")
     }
 }
 

@@ -153,6 +153,47 @@ import TodayProtocol
     /// windows but under a fullscreen one (a film, a game), as GNOME Shell
     /// keeps them, unless one is critical: seen in grim's shots of the
     /// banners' corner over a red fullscreen window.
+    /// Where the banners show is the user's (BannerPosition): at the
+    /// bottom-left corner from the first banner, and at the middle of the
+    /// top edge once changed while they show. Seen in grim's shots.
+    @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
+    func underSwayTheBannersShowWhereTheUserPlacesThem() async throws {
+        let sway = try await HeadlessSway()
+        defer { sway.stop() }
+        let todayd = try await RestartableTodayd("banners-position", activating: true)
+        defer { todayd.remove() }
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        try Self.install(launcher, for: todayd)
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "position", "bottom-left"]).status == 0)
+        let mail = try await Self.notify(address, ["Film night", "Popcorn is ready", "--app", "Mail"])
+        #expect(try await eventually(20) { Self.lines(out).contains("banners: \(mail) queued: ") }, "\(Self.lines(out))")
+
+        // How much of a part of the screen is not the background.
+        func covered(_ columns: Range<Int>, _ rows: Range<Int>) async throws -> Double {
+            1 - (try await sway.share(of: HeadlessSway.background, columns: columns, rows: rows))
+        }
+        var seen: [Double] = []
+        func shows(bottomLeft: Bool, topMiddle: Bool) async throws -> Bool {
+            try await eventually(10) {
+                seen = [try await covered(0..<400, 300..<600), try await covered(220..<580, 0..<200), try await covered(600..<800, 0..<600)]
+                return (seen[0] > 0.1) == bottomLeft && (seen[1] > 0.1) == topMiddle && seen[2] == 0
+            }
+        }
+        #expect(try await shows(bottomLeft: true, topMiddle: false), "bottom-left, top middle, right: \(seen)")
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "position", "top"]).status == 0)
+        #expect(try await eventually(10) { Self.lines(out).contains("position: top") }, "\(Self.lines(out))")
+        #expect(try await shows(bottomLeft: false, topMiddle: true), "bottom-left, top middle, right: \(seen)")
+    }
+
     @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
     func underSwayAFullscreenWindowHidesAllButCriticalBanners() async throws {
         let sway = try await HeadlessSway()

@@ -376,6 +376,24 @@ import TodayProtocol
         #expect(wrong.doNotDisturb && wrong.doNotDisturbUntil == nil && problems.count == 1 && problems.first?.hasPrefix("DoNotDisturbUntil must be a date") == true)
     }
 
+    /// BannerPosition, read from the file and written back where it is not
+    /// the top-right default; a place that is not one is named.
+    @Test func whereTheBannersShow() throws {
+        var problems: [String] = []
+        #expect(NotificationSettings(plist: [:], problems: &problems).bannerPosition == .topRight)
+        #expect(NotificationSettings().plist["BannerPosition"] == nil)
+        for position in BannerPosition.allCases {
+            var settings = NotificationSettings()
+            settings.bannerPosition = position
+            #expect(NotificationSettings(plist: settings.plist, problems: &problems) == settings)
+        }
+        #expect(problems.isEmpty, "\(problems)")
+        let wrong = NotificationSettings(plist: ["BannerPosition": .string("middle")], problems: &problems)
+        #expect(wrong.bannerPosition == .topRight)
+        #expect(problems == ["BannerPosition must be top-right, top-left, top, bottom-right, bottom-left or bottom; the banners show at the top-right"])
+        #expect(BannerPosition.bottomLeft.atLeft && !BannerPosition.bottomLeft.atTop && !BannerPosition.top.atLeft && !BannerPosition.top.atRight)
+    }
+
     /// Rules, read from the file: each matches on every criterion it
     /// has, sets what it names over the app's policy, a later one over an
     /// earlier; one with a mistake is named and left out.

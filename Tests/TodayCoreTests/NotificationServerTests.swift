@@ -229,6 +229,42 @@ final class RestartableTodayd {
         #expect(written["Rules"] == .array(rules) && written["MyNote"] == .string("rules from my dunstrc"), "\(written)")
     }
 
+    /// Where the banners show (BannerPosition, todayd's own property):
+    /// set through the bus and by todayctl, kept in notifications.plist
+    /// across a restart; a place that is not one is refused, saying which
+    /// there are.
+    @Test func theBannersPlaceIsTheUsersSetting() async throws {
+        let todayd = try await RestartableTodayd("banner-position")
+        defer { todayd.remove() }
+        var (daemon, client) = try await todayd.start()
+        let file = todayd.home.path + "/.config/todayd/notifications.plist"
+        let object = ["--address=\(todayd.bus.address)", "io.github.todayd.Today1", "/io/github/todayd/Today1", "io.github.todayd.Today1.Notifications"]
+        func get() async throws -> Value? {
+            try await client.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+                [.string(Notifications.today.name.rawValue), .string("BannerPosition")]
+            ).body.first?.unwrapped
+        }
+        #expect(try await get() == .string("top-right"))
+        #expect(try await run(["busctl", "set-property"] + object + ["BannerPosition", "s", "bottom-left"]).status == 0)
+        #expect(try await get() == .string("bottom-left"))
+        #expect(try Plist.read(contentsOf: file)["BannerPosition"] == .string("bottom-left"))
+        let wrong = try await run(["busctl", "set-property"] + object + ["BannerPosition", "s", "middle"])
+        #expect(wrong.status != 0 && wrong.error.contains("top-right, top-left, top, bottom-right, bottom-left or bottom"), "\(wrong.error)")
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "position"]).output == "bottom-left\n")
+        let set = try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "position", "top"])
+        #expect(set.status == 0, "\(set)")
+        let bad = try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "position", "left"])
+        #expect(bad.status == 2 && bad.error.contains("'left' is not a place for the banners"), "\(bad)")
+
+        client.close()
+        _ = daemon.stop(keepHome: true)
+        (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        #expect(try await get() == .string("top"))
+    }
+
     /// Do Not Disturb for a while (DoNotDisturbUntil, todayd's own
     /// property): on until its time, then off by itself, announced and
     /// kept in notifications.plist; a time that came while todayd was

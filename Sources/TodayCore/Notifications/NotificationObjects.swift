@@ -90,6 +90,7 @@ extension NotificationService {
                 C.doNotDisturbUntil.name: settings.doNotDisturbUntilValue,
                 C.doNotDisturbSchedule.name: .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)]),
                 C.appPolicies.name: settings.policiesValue,
+                C.bannerPosition.name: .string(settings.bannerPosition.rawValue),
             ],
             bindings: [
                 C.listNotifications.replying { _ in try late.get().listReply() },
@@ -180,6 +181,12 @@ extension NotificationService {
                     let service = try late.get()
                     let now = service.clock.now
                     try service.changeSettings { try $0.setDoNotDisturb(until: microseconds, now: now) }
+                },
+                C.bannerPosition.name: { _, value in
+                    guard case .string(let name) = value, let position = BannerPosition(rawValue: name) else {
+                        throw TodayError.invalidArgs("BannerPosition is a string: \(BannerPosition.choices)")
+                    }
+                    try late.get().changeSettings { $0.bannerPosition = position }
                 },
                 C.doNotDisturbSchedule.name: { _, value in
                     let (from, to) = try NotificationSettings.schedule(value)

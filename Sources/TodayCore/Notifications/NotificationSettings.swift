@@ -41,6 +41,8 @@ struct NotificationSettings: Equatable, Sendable {
     /// A program and its arguments run for each notification posted
     /// (`NotifyCommand`); empty: none.
     var notifyCommand: [String] = []
+    /// Where the banners show (`BannerPosition`).
+    var bannerPosition = BannerPosition.topRight
     /// The user's rules (`Rules`), in the file's order.
     var rules: [NotificationRule] = []
     /// What the file holds besides what is read into these settings:
@@ -52,6 +54,7 @@ struct NotificationSettings: Equatable, Sendable {
     /// The keys read into the settings' own fields.
     static let readKeys: Set<String> = [
         "DoNotDisturb", "DoNotDisturbUntil", "DoNotDisturbFrom", "DoNotDisturbTo", "AppPolicies", "SoundCommand", "SoundTheme", "NotifyCommand",
+        "BannerPosition",
     ]
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
@@ -187,6 +190,7 @@ struct NotificationSettings: Equatable, Sendable {
         if !soundCommand.isEmpty { plist["SoundCommand"] = .array(soundCommand.map(PlistValue.string)) }
         if !soundTheme.isEmpty { plist["SoundTheme"] = .string(soundTheme) }
         if !notifyCommand.isEmpty { plist["NotifyCommand"] = .array(notifyCommand.map(PlistValue.string)) }
+        if bannerPosition != .topRight { plist["BannerPosition"] = .string(bannerPosition.rawValue) }
         if let end = doNotDisturbEnd { plist["DoNotDisturbUntil"] = .date(end) }
         return plist
     }
@@ -227,6 +231,13 @@ struct NotificationSettings: Equatable, Sendable {
                 soundTheme = name
             } else {
                 problems.append("SoundTheme must be the name of a sound theme (a folder of sounds/), such as freedesktop; freedesktop it is")
+            }
+        }
+        if let written = plist["BannerPosition"] {
+            if let position = written.string.flatMap(BannerPosition.init(rawValue:)) {
+                bannerPosition = position
+            } else {
+                problems.append("BannerPosition must be \(BannerPosition.choices); the banners show at the top-right")
             }
         }
         for (app, value) in plist["AppPolicies"]?.dictionary ?? [:] {
