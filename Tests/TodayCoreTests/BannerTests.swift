@@ -20,6 +20,20 @@ import TodayProtocol
             to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
     }
 
+    /// A todayd whose bus starts the banners under `sway`, saying what
+    /// they show (`--describe`) in the file returned.
+    static func underSway(_ sway: HeadlessSway, _ name: String) async throws -> (todayd: RestartableTodayd, out: URL) {
+        let todayd = try await RestartableTodayd(name, activating: true)
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        try install(launcher, for: todayd)
+        return (todayd, out)
+    }
+
     /// `todayctl notify` with `arguments`, never expiring; its id.
     static func notify(_ address: String, _ arguments: [String]) async throws -> String {
         let sent = try await NotificationCommandTests.todayctl(address, ["notify"] + arguments + ["--timeout", "0"])
@@ -160,15 +174,8 @@ import TodayProtocol
     func underSwayTheBannersShowWhereTheUserPlacesThem() async throws {
         let sway = try await HeadlessSway()
         defer { sway.stop() }
-        let todayd = try await RestartableTodayd("banners-position", activating: true)
+        let (todayd, out) = try await Self.underSway(sway, "banners-position")
         defer { todayd.remove() }
-        let out = todayd.home.appendingPathComponent("banners.out")
-        let launcher = todayd.home.appendingPathComponent("banners")
-        try """
-            #!/bin/sh
-            exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
-            """.write(to: launcher, atomically: true, encoding: .utf8)
-        try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
         defer { client.close() }
@@ -198,15 +205,8 @@ import TodayProtocol
     func underSwayAFullscreenWindowHidesAllButCriticalBanners() async throws {
         let sway = try await HeadlessSway()
         defer { sway.stop() }
-        let todayd = try await RestartableTodayd("banners-fullscreen", activating: true)
+        let (todayd, out) = try await Self.underSway(sway, "banners-fullscreen")
         defer { todayd.remove() }
-        let out = todayd.home.appendingPathComponent("banners.out")
-        let launcher = todayd.home.appendingPathComponent("banners")
-        try """
-            #!/bin/sh
-            exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
-            """.write(to: launcher, atomically: true, encoding: .utf8)
-        try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
         defer { client.close() }

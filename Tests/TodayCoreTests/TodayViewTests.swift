@@ -701,16 +701,8 @@ import TodayProtocol
         defer { client.close() }
         let sway = try await HeadlessSway()
         defer { sway.stop() }
-        let view = Process()
-        view.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        view.arguments = sway.environment + ["NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--describe"]
-        let output = Pipe()
-        view.standardOutput = output
-        view.standardError = FileHandle.nullDevice
-        try view.run()
-        defer { if view.isRunning { kill(view.processIdentifier, SIGKILL) } }
-        var text = try await read(output, until: { $0.contains("state: ") }, within: 30)
-        #expect(text.contains("state: "), "\(text)")
+        let view = try await ViewUnderSway(sway, daemon.address)
+        defer { view.stop() }
 
         // The panel: the right half of the screen is the view, the left the background.
         var right = 0.0, left = 1.0
@@ -719,17 +711,49 @@ import TodayProtocol
             return right > 0.9 && left < 0.7
         }
         #expect(panel, "the right of the screen \(right) covered, the whole \(left)")
-        for (expected, shown) in [("window: hidden", false), ("window: shown", true)] {
-            let toggled = try await run(["env", "-u", "DISPLAY", Self.view, "--address", daemon.address, "--toggle"])
-            #expect(toggled.status == 0, "\(toggled)")
-            let seen = text
-            text += try await read(output, until: { (seen + $0).contains(expected) }, within: 10)
-            #expect(text.contains(expected), "\(text)")
-            let onScreen = try await eventually(10) {
-                right = try await sway.covered(fromX: 500)
-                return shown ? right > 0.9 : right == 0
+        try await view.toggleTwice { shown in
+            right = try await sway.covered(fromX: 500)
+            return shown ? right > 0.9 : right == 0
+        } failure: { "the right of the screen \(right) covered" }
+    }
+
+    /// `today-view --describe` under a headless sway, read until it first
+    /// says its state; `toggleTwice` hides it and shows it again with
+    /// `today-view --toggle`.
+    final class ViewUnderSway {
+        let process = Process()
+        let output = Pipe()
+        let address: String
+        var text = ""
+
+        init(_ sway: HeadlessSway, _ address: String, environment: [String] = [], errors: FileHandle = .nullDevice) async throws {
+            self.address = address
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = sway.environment + environment + ["NO_AT_BRIDGE=1", TodayViewTests.view, "--address", address, "--describe"]
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            text = try await read(output, until: { $0.contains("state: ") }, within: 30)
+            #expect(text.contains("state: "), "\(text)")
+        }
+
+        /// Toggled hidden, then shown: after each, the view says so and
+        /// `onScreen(shown)` comes true within 10 s (`failure` says what
+        /// was seen where it does not).
+        func toggleTwice(_ onScreen: @escaping (Bool) async throws -> Bool, failure: () -> String) async throws {
+            for (expected, shown) in [("window: hidden", false), ("window: shown", true)] {
+                let toggled = try await run(["env", "-u", "DISPLAY", TodayViewTests.view, "--address", address, "--toggle"])
+                #expect(toggled.status == 0, "\(toggled)")
+                let seen = text
+                text += try await read(output, until: { (seen + $0).contains(expected) }, within: 10)
+                #expect(text.contains(expected), "\(text)")
+                let looked = try await eventually(10) { try await onScreen(shown) }
+                #expect(looked, "after the toggle to \(expected): \(failure())")
             }
-            #expect(onScreen, "after the toggle to \(expected): the right of the screen \(right) covered")
+        }
+
+        func stop() {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
     }
 
@@ -832,12 +856,10 @@ import TodayProtocol
         let sway = try await HeadlessSway()
         defer { sway.stop() }
         let errors = config.appendingPathComponent("errors")
-        let view = Process()
-        view.executableURL = URL(fileURLWithPath: "/bin/sh")
-        view.arguments = ["-c", "exec env \(sway.environment.joined(separator: " ")) NO_AT_BRIDGE=1 XDG_CONFIG_HOME=\(config.path) \(Self.view) --address \(daemon.address) 2> \(errors.path)"]
-        view.standardOutput = FileHandle.nullDevice
-        try view.run()
-        defer { if view.isRunning { kill(view.processIdentifier, SIGKILL) } }
+        #expect(FileManager.default.createFile(atPath: errors.path, contents: nil))
+        let view = try await ViewUnderSway(
+            sway, daemon.address, environment: ["XDG_CONFIG_HOME=\(config.path)"], errors: try FileHandle(forWritingTo: errors))
+        defer { view.stop() }
         let (magenta, blue, green): ((UInt8, UInt8, UInt8), (UInt8, UInt8, UInt8), (UInt8, UInt8, UInt8)) = ((0xff, 0, 0xff), (0, 0, 0xff), (0, 0xff, 0))
         var shares: [Double] = []
         func shows(_ expected: (magenta: Bool, blue: Bool, green: Bool)) async throws -> Bool {
@@ -881,37 +903,17 @@ import TodayProtocol
         defer { if film.isRunning { kill(film.processIdentifier, SIGKILL) } }
         #expect(try await eventually(20) { try await sway.share(of: red, columns: 0..<800, rows: 0..<600) > 0.99 }, "the film never filled the screen")
 
-        let view = Process()
-        view.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        view.arguments = sway.environment + ["NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--describe"]
-        let output = Pipe()
-        view.standardOutput = output
-        view.standardError = FileHandle.nullDevice
-        try view.run()
-        defer { if view.isRunning { kill(view.processIdentifier, SIGKILL) } }
-        var text = try await read(output, until: { $0.contains("state: ") }, within: 30)
-        #expect(text.contains("state: "), "\(text)")
+        let view = try await ViewUnderSway(sway, daemon.address)
+        defer { view.stop() }
 
         // The panel is the right 400 pixels: no red there, the film left of it.
         var (right, left) = (1.0, 0.0)
-        func looked(_ expected: (right: (Double) -> Bool, left: (Double) -> Bool)) async throws -> Bool {
-            try await eventually(10) {
-                (right, left) = (
-                    try await sway.share(of: red, columns: 420..<800, rows: 0..<600), try await sway.share(of: red, columns: 0..<380, rows: 0..<600)
-                )
-                return expected.right(right) && expected.left(left)
-            }
+        func over(_ shown: Bool) async throws -> Bool {
+            (right, left) = (try await sway.share(of: red, columns: 420..<800, rows: 0..<600), try await sway.share(of: red, columns: 0..<380, rows: 0..<600))
+            return (shown ? right < 0.01 : right > 0.99) && left > 0.99
         }
-        #expect(try await looked(({ $0 < 0.01 }, { $0 > 0.99 })), "the view over the film: red \(right) of its right, \(left) of its left")
-        for (expected, shown) in [("window: hidden", false), ("window: shown", true)] {
-            let toggled = try await run(["env", "-u", "DISPLAY", Self.view, "--address", daemon.address, "--toggle"])
-            #expect(toggled.status == 0, "\(toggled)")
-            let seen = text
-            text += try await read(output, until: { (seen + $0).contains(expected) }, within: 10)
-            #expect(text.contains(expected), "\(text)")
-            let onScreen = try await looked(shown ? ({ $0 < 0.01 }, { $0 > 0.99 }) : ({ $0 > 0.99 }, { $0 > 0.99 }))
-            #expect(onScreen, "after the toggle to \(expected): red \(right) of the right, \(left) of the left")
-        }
+        #expect(try await eventually(10) { try await over(true) }, "the view over the film: red \(right) of its right, \(left) of its left")
+        try await view.toggleTwice(over) { "red \(right) of the right, \(left) of the left" }
     }
 
     /// A click on the notification block of i3bar or swaybar (button 1)
