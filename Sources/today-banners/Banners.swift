@@ -136,7 +136,6 @@ final class Banners {
         makeSpare()
         connect(window, "destroy") { [self] in finished = true }
         serve()
-        followPosition()
         every(seconds: 5) { [self] in
             if !stay, showing.isEmpty, queued.isEmpty, Date().timeIntervalSince(idleSince) >= Self.idleSeconds { finished = true }
             return !finished
@@ -181,30 +180,28 @@ final class Banners {
         if !showing.isEmpty { redraw() }
     }
 
-    /// Reads BannerPosition now, and again whenever todayd says it changed.
-    private func followPosition() {
-        let connection = connection
+    /// Reads BannerPosition, and follows it whenever todayd says it
+    /// changed. Awaited before the banners' name is taken, so that the
+    /// first banner (whose Show the bus holds until then) shows in place.
+    private nonisolated static func followPosition(on connection: Connection, _ move: @escaping @Sendable (BannerPosition) -> Void) async {
         let name = Notifications.Center.bannerPosition.name
-        let apply: @Sendable (Value?) -> Void = { [self] value in
-            guard let position = value?.string.flatMap(BannerPosition.init(rawValue:)) else { return }
-            onMainLoop { [self] in MainActor.assumeIsolated { move(to: position) } }
+        let apply: @Sendable (Value?) -> Void = { value in
+            if let position = value?.string.flatMap(BannerPosition.init(rawValue:)) { move(position) }
         }
-        Task.detached {
-            // The bus is asked for todayd's signals; they are matched here
-            // without the sender, which they carry as a unique name.
-            let rule = MatchRule(interface: .properties, member: .propertiesChanged, arg0: Notifications.today.name.rawValue)
-            var bus = rule
-            bus.sender = Today.busName.rawValue
-            _ = try? await connection.subscribe(bus) { _ in }
-            _ = try? await connection.subscribe(rule, addToBus: false) { message in
-                guard let changed = message.body.count > 1 ? message.body[1].stringDictionary : nil, let value = changed[name] else { return }
-                apply(value)
-            }
-            let reply = try? await connection.call(
-                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
-                [.string(Notifications.today.name.rawValue), .string(name)])
-            apply(reply?.body.first)
+        // The bus is asked for todayd's signals; they are matched here
+        // without the sender, which they carry as a unique name.
+        let rule = MatchRule(interface: .properties, member: .propertiesChanged, arg0: Notifications.today.name.rawValue)
+        var bus = rule
+        bus.sender = Today.busName.rawValue
+        _ = try? await connection.subscribe(bus) { _ in }
+        _ = try? await connection.subscribe(rule, addToBus: false) { message in
+            guard let changed = message.body.count > 1 ? message.body[1].stringDictionary : nil, let value = changed[name] else { return }
+            apply(value)
         }
+        let reply = try? await connection.call(
+            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+            [.string(Notifications.today.name.rawValue), .string(name)])
+        apply(reply?.body.first)
     }
 
     // MARK: The bus
@@ -259,6 +256,9 @@ final class Banners {
             }
             _ = try? await connection.subscribe(
                 MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue), handler: heard)
+            await Self.followPosition(on: connection) { [self] position in
+                onMainLoop { [self] in MainActor.assumeIsolated { move(to: position) } }
+            }
             let reply = try? await connection.requestName(Notifications.bannersName, flags: [.doNotQueue])
             onMainLoop { [self] in
                 MainActor.assumeIsolated {

@@ -167,6 +167,37 @@ import TodayProtocol
     /// windows but under a fullscreen one (a film, a game), as GNOME Shell
     /// keeps them, unless one is critical: seen in grim's shots of the
     /// banners' corner over a red fullscreen window.
+    /// Under X11 the banners are placed by their top-left corner for the
+    /// user's BannerPosition: 12 pixels in from the bottom-right corner of
+    /// a 1024×768 screen, then from the middle of the top edge.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func underX11TheBannersArePlacedWhereTheUserSays() async throws {
+        let todayd = try await RestartableTodayd("banners-x11-position", activating: true)
+        defer { todayd.remove() }
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.banners) --describe > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        try Self.install(launcher, for: todayd)
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "position", "bottom-right"]).status == 0)
+        _ = try await Self.notify(address, ["Build finished", "All tests passed", "--app", "CI"])
+        func placed() -> (x: Int, y: Int, width: Int)? {
+            guard let line = Self.lines(out).last(where: { $0.hasPrefix("placed: ") }) else { return nil }
+            let numbers = line.split(separator: " ").dropFirst().compactMap { Int($0) }
+            return numbers.count == 3 ? (numbers[0], numbers[1], numbers[2]) : nil
+        }
+        // Its bottom 12 pixels above the screen's: y is 768 - 12 - its height.
+        #expect(try await eventually(20) { placed().map { $0.x == 632 && $0.y > 500 && $0.y < 768 - 12 - 40 } ?? false }, "\(Self.lines(out))")
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "position", "top"]).status == 0)
+        #expect(try await eventually(10) { placed().map { $0.x == (1024 - $0.width) / 2 && $0.y == 12 } ?? false }, "\(Self.lines(out))")
+    }
+
     /// Where the banners show is the user's (BannerPosition): at the
     /// bottom-left corner from the first banner, and at the middle of the
     /// top edge once changed while they show. Seen in grim's shots.
