@@ -91,6 +91,7 @@ public enum Notifications {
         InterfaceName("io.github.todayd.Today1.Notifications"),
         methods: [
             Center.listNotifications, Center.getNotification, Center.dismiss, Center.dismissAll, Center.invokeAction, Center.reply, Center.markSeen,
+            Center.holdExpiry,
             Center.setAppPolicy, Center.schedule, Center.pendingRequests, Center.removePending, Center.removeDelivered, Center.setCategories,
         ],
         properties: [
@@ -115,6 +116,9 @@ public enum Notifications {
             doc: "As a click on that action; activation-token in platform_data is passed on.")
         public static let reply = MethodDeclaration(MemberName("Reply"), in: ("id", UInt32.self), ("text", String.self), doc: "An inline reply.")
         public static let markSeen = MethodDeclaration(MemberName("MarkSeen"), doc: "The user has seen the list: Unseen becomes 0.")
+        public static let holdExpiry = MethodDeclaration(
+            MemberName("HoldExpiry"), in: ("hold", Bool.self),
+            doc: "While held (the pointer is on the banners), no notification expires; let go (or the caller gone), those whose time came meanwhile close 3 s later.")
         public static let setAppPolicy = MethodDeclaration(
             MemberName("SetAppPolicy"), in: ("app_id", String.self), ("policy", VariantDictionary.self),
             doc: "banners b, list b (kept in the list), sounds b, urgency y (overrides), timeout i (milliseconds open, 0: until dismissed; overrides); app \"\": the default; an empty dict removes the policy.")

@@ -52,6 +52,9 @@ final class Banners {
     /// Whether the banners are on the overlay layer, over a fullscreen
     /// window, rather than the top layer, under it.
     private var overFullscreen = false
+    /// The pointer is on the banners, and todayd holds expiry for it
+    /// (HoldExpiry): a banner being read does not go from under it.
+    private var holdingExpiry = false
     /// Where the banners show (todayd's BannerPosition), followed live.
     private var position = BannerPosition.topRight
     /// Under X11, the primary monitor's work area, which the banners keep
@@ -134,6 +137,7 @@ final class Banners {
         setMargins(list, top: 0, left: 0, bottom: 0, right: 0)
         append(window, list)
         makeSpare()
+        followPointer(window)
         connect(window, "destroy") { [self] in finished = true }
         serve()
         every(seconds: 5) { [self] in
@@ -202,6 +206,36 @@ final class Banners {
             Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
             [.string(Notifications.today.name.rawValue), .string(name)])
         apply(reply?.body.first)
+    }
+
+    /// Holds expiry while the pointer is on the banners, as GNOME Shell
+    /// keeps a banner under the pointer; lets it go when the pointer
+    /// leaves them (not for one of their own widgets) or they all go.
+    private func followPointer(_ window: Widget) {
+        gtk_widget_add_events(window, Int32(GDK_ENTER_NOTIFY_MASK.rawValue | GDK_LEAVE_NOTIFY_MASK.rawValue))
+        typealias Handler = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GdkEventCrossing>?, UnsafeMutableRawPointer?) -> gboolean
+        let entered: Handler = { _, _, data in
+            guard let data else { return 0 }
+            let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
+            MainActor.assumeIsolated { banners.holdExpiry(true) }
+            return 0
+        }
+        let left: Handler = { _, event, data in
+            guard let data, let event, event.pointee.detail != GDK_NOTIFY_INFERIOR else { return 0 }
+            let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
+            MainActor.assumeIsolated { banners.holdExpiry(false) }
+            return 0
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        g_signal_connect_data(raw(window), "enter-notify-event", unsafeBitCast(entered, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
+        g_signal_connect_data(raw(window), "leave-notify-event", unsafeBitCast(left, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
+    }
+
+    private func holdExpiry(_ hold: Bool) {
+        guard hold != holdingExpiry else { return }
+        holdingExpiry = hold
+        if describe { FileDescriptor.standardOutput.writeAll("expiry: \(hold ? "held" : "let go")\n") }
+        call(Notifications.Center.holdExpiry, hold)
     }
 
     // MARK: The bus
@@ -407,6 +441,7 @@ final class Banners {
         if describe, !showing.isEmpty { FileDescriptor.standardOutput.writeAll("rows: \(made) made, \(filled) filled, \(showing.count - filled) kept\n") }
         if showing.isEmpty {
             gtk_widget_hide(window)
+            holdExpiry(false)
             idleSince = now
             // For the next first banner, while nothing waits on it.
             if !onLayerShell { workArea = lookUpWorkArea() }

@@ -167,6 +167,68 @@ import TodayProtocol
     /// windows but under a fullscreen one (a film, a game), as GNOME Shell
     /// keeps them, unless one is critical: seen in grim's shots of the
     /// banners' corner over a red fullscreen window.
+    /// A banner under the pointer stays, as GNOME Shell keeps one: the
+    /// banners hold expiry while the pointer is on them (HoldExpiry), and
+    /// once it leaves, a notification whose time came meanwhile closes
+    /// three seconds later. The pointer is moved by python3-gi (GDK's warp)
+    /// on an X server of the test's own.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
+    func aBannerUnderThePointerStays() async throws {
+        let screen = try await OwnDisplay()
+        defer { screen.stop() }
+        let todayd = try await RestartableTodayd("banners-hover", activating: true)
+        defer { todayd.remove() }
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        try Self.install(launcher, for: todayd)
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        func pointer(to x: Int, _ y: Int) async throws {
+            let script = """
+                import gi, sys
+                gi.require_version("Gdk", "3.0")
+                from gi.repository import Gdk
+                display = Gdk.Display.get_default()
+                display.get_default_seat().get_pointer().warp(display.get_default_screen(), int(sys.argv[1]), int(sys.argv[2]))
+                display.flush()
+                """
+            let moved = try await run(["env", "DISPLAY=\(screen.name)", "/usr/bin/python3", "-c", script, "\(x)", "\(y)"])
+            #expect(moved.status == 0, "\(moved)")
+        }
+        func isOpen(_ id: String) async throws -> Bool? {
+            let reply = try await client.call(
+                Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.getNotification, UInt32(id) ?? 0)
+            return reply.body.first?.stringDictionary?["open"]?.bool
+        }
+        try await pointer(to: 5, 700)
+        let sent = try await NotificationCommandTests.todayctl(address, ["notify", "Long read", "A body worth reading", "--app", "Mail", "--timeout", "2000"])
+        let id = sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(sent.status == 0, "\(sent)")
+        var placed: [Int] = []
+        #expect(try await eventually(20) {
+            placed = Self.lines(out).last { $0.hasPrefix("placed: ") }.map { $0.split(separator: " ").dropFirst().compactMap { Int($0) } } ?? []
+            return placed.count == 3
+        }, "\(Self.lines(out))")
+        guard placed.count == 3 else { return }
+
+        try await pointer(to: placed[0] + placed[2] / 2, placed[1] + 20)
+        #expect(try await eventually(10) { Self.lines(out).contains("expiry: held") }, "\(Self.lines(out))")
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await isOpen(id) == true, "its time came under the pointer")
+
+        try await pointer(to: 5, 700)
+        #expect(try await eventually(10) { Self.lines(out).contains("expiry: let go") }, "\(Self.lines(out))")
+        let letGo = Date()
+        #expect(try await eventually(10) { try await isOpen(id) == false })
+        #expect(Date().timeIntervalSince(letGo) > 2, "closed before its three seconds")
+    }
+
     /// Under X11 the banners are placed by their top-left corner for the
     /// user's BannerPosition: 12 pixels in from the bottom-right corner of
     /// a 1024×768 screen, then from the middle of the top edge.

@@ -105,6 +105,31 @@ import TodayProtocol
         #expect(book.recall(12345).isEmpty, "an unknown id is no error")
     }
 
+    /// HoldExpiry (the pointer on the banners): nothing expires while any
+    /// connection holds it; let go by the last (or its connection gone),
+    /// what came due meanwhile closes `graceAfterHold` later, and what is
+    /// due later keeps its time.
+    @Test func expiryHeldWhileThePointerIsOnTheBanners() throws {
+        var book = NotificationBook()
+        let short = try book.post(Self.posting("short", timeout: 1000), at: Self.start).id
+        let long = try book.post(Self.posting("long", timeout: 60_000), at: Self.start).id
+        book.holdExpiry(true, by: ":1.7", at: Self.start)
+        book.holdExpiry(true, by: ":1.8", at: Self.start)
+        #expect(book.nextExpiry == nil)
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(30))).isEmpty)
+        book.holdExpiry(false, by: ":1.7", at: Self.start.addingTimeInterval(30))
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(31))).isEmpty, "another connection still holds it")
+        #expect(book.left(":1.8", at: Self.start.addingTimeInterval(40)).isEmpty)
+        #expect(book.nextExpiry == Self.start.addingTimeInterval(40 + NotificationBook.graceAfterHold))
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(42.9))).isEmpty)
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(43))) == ["\(short):1"])
+        #expect(book.nextExpiry == Self.start.addingTimeInterval(60))
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(60))) == ["\(long):1"])
+        // A connection that never held it lets nothing go.
+        book.holdExpiry(false, by: ":1.9", at: Self.start)
+        #expect(book.expiryHolds.isEmpty)
+    }
+
     @Test func actionsReachTheAppAndLeaveTheListUnlessResident() throws {
         var book = NotificationBook()
         let actions = [TodayNotification.Action(key: "open", label: "Open")]
@@ -212,7 +237,7 @@ import TodayProtocol
         #expect(more.isEmpty && first != second)
         #expect(book.uninhibit(first, by: ":1.6").isEmpty, "another connection's cookie changes nothing")
         #expect(book.uninhibit(first, by: ":1.5").isEmpty && book.isInhibited)
-        #expect(book.left(":1.6") == [.inhibited(false)])
+        #expect(book.left(":1.6", at: Self.start) == [.inhibited(false)])
         #expect(!book.isInhibited)
     }
 

@@ -120,6 +120,9 @@ struct NotificationBook: Sendable {
     private(set) var unseen: Set<UInt32> = []
     /// Inhibitions by cookie: the connection that asked.
     private(set) var inhibitions: [UInt32: String] = [:]
+    /// The connections holding expiry (HoldExpiry: the pointer is on the
+    /// banners): while one does, nothing expires.
+    private(set) var expiryHolds: Set<String> = []
     private var lastCookie: UInt32 = 0
     /// Per app: the second counted and how many came in it.
     private var rates: [String: (second: Int64, count: Int)] = [:]
@@ -142,7 +145,8 @@ struct NotificationBook: Sendable {
 
     /// When a notification is next due to expire.
     var nextExpiry: Date? {
-        byID.values.lazy.filter(\.isOpen).compactMap(\.expires).min()
+        guard expiryHolds.isEmpty else { return nil }
+        return byID.values.lazy.filter(\.isOpen).compactMap(\.expires).min()
     }
 
     /// How long a notification of `urgency` stays open by default.
@@ -409,6 +413,7 @@ struct NotificationBook: Sendable {
         var removed: [UInt32] = []
         // Expiry is kept to the microsecond at or before it: due within
         // the microsecond `now` is in.
+        guard expiryHolds.isEmpty else { return [] }
         let now = ValueMapping.storable(now, rounding: .up)
         let due = byID.filter { $0.value.isOpen && ($0.value.expires.map { $0 <= now } ?? false) }
         for (id, notification) in due.sorted(by: { $0.key < $1.key }) {
@@ -503,11 +508,36 @@ struct NotificationBook: Sendable {
         return isInhibited ? [] : [.inhibited(false)]
     }
 
-    /// A connection left the bus: its inhibitions end.
-    mutating func left(_ sender: String) -> [Effect] {
+    /// A connection left the bus: its inhibitions and its hold of
+    /// expiry end.
+    mutating func left(_ sender: String, at now: Date) -> [Effect] {
         let was = isInhibited
         inhibitions = inhibitions.filter { $0.value != sender }
+        holdExpiry(false, by: sender, at: now)
         return was && !isInhibited ? [.inhibited(false)] : []
+    }
+
+    // MARK: Holding expiry
+
+    /// What a notification whose time came while expiry was held gets
+    /// once it is let go, in seconds: time to move the pointer off a
+    /// banner without its going at once.
+    static let graceAfterHold: Double = 3
+
+    /// HoldExpiry from connection `sender`: while any connection holds it
+    /// (the pointer on the banners, as GNOME Shell keeps a banner under the
+    /// pointer), no notification expires. Let go by the last, those whose
+    /// time came or comes within `graceAfterHold` close that long after.
+    mutating func holdExpiry(_ hold: Bool, by sender: String, at now: Date) {
+        if hold {
+            expiryHolds.insert(sender)
+            return
+        }
+        guard expiryHolds.remove(sender) != nil, expiryHolds.isEmpty else { return }
+        let grace = ValueMapping.storable(now.addingTimeInterval(Self.graceAfterHold), rounding: .down)
+        for (id, notification) in byID where notification.isOpen {
+            if let expires = notification.expires, expires < grace { byID[id]?.expires = grace }
+        }
     }
 
     // MARK: Scheduled notifications

@@ -105,6 +105,10 @@ extension NotificationService {
                     try late.get().change { $0.dismissAll(appID) }
                     return []
                 },
+                C.holdExpiry.immediate { call, hold in
+                    try late.get().holdExpiry(hold, by: call.sender)
+                    return []
+                },
                 C.invokeAction.task { call, id, key, platformData in
                     let service = try late.get()
                     try await service.checkAnswerer(call, of: id)

@@ -179,8 +179,20 @@ final class NotificationService: Sendable {
 
     /// A connection left the bus: its inhibitions end.
     func left(_ uniqueName: String) {
-        let effects = book.withLock { $0.left(uniqueName) }
+        let now = clock.now
+        let (effects, wasHolding) = book.withLock { book in
+            let wasHolding = book.expiryHolds.contains(uniqueName)
+            return (book.left(uniqueName, at: now), wasHolding)
+        }
         if !effects.isEmpty { carryOut(effects) }
+        if wasHolding { expiry.withLock { $0 }?.poke() }
+    }
+
+    /// HoldExpiry: held or let go by `sender`; the expiry timer looks again.
+    func holdExpiry(_ hold: Bool, by sender: String) {
+        let now = clock.now
+        book.withLock { $0.holdExpiry(hold, by: sender, at: now) }
+        expiry.withLock { $0 }?.poke()
     }
 
     /// ListNotifications' reply: the list, newest first, marshalled once
