@@ -171,7 +171,7 @@ package final class NotificationCard {
                 image = (shownImage, path)
             }
         }
-        setText(summary, entry.summary)
+        setText(summary, entry.countedSummary)
         if old?.body != entry.body {
             gtk_label_set_markup(cast(body), entry.body)
         }

@@ -89,6 +89,7 @@ public struct TodayNotification: Sendable, Equatable {
         var gtkDefaultAction: String?
         var gtkDefaultTarget: Value?
         var desktopEntry: String?
+        var duplicates: UInt32
     }
 
     /// Changed only while this notification is its one owner.
@@ -250,6 +251,13 @@ public struct TodayNotification: Sendable, Equatable {
         set { owned.fields.desktopEntry = newValue }
     }
 
+    /// How many notifications the same as this one, sent before it while
+    /// it was open, it stands for (StackDuplicates): 0 for none.
+    public var duplicates: UInt32 {
+        get { box.fields.duplicates }
+        set { owned.fields.duplicates = newValue }
+    }
+
     public init(
         id: UInt32, appID: String, appName: String, summary: String, body: String = "", appIcon: String = "", actions: [Action] = [],
         urgency: Urgency = .normal, category: String = "", time: Date, source: Source = .freedesktop
@@ -259,7 +267,7 @@ public struct TodayNotification: Sendable, Equatable {
                 id: id, appID: appID, appName: appName, appIcon: appIcon, summary: summary, body: body, actions: actions, urgency: urgency,
                 category: category, time: time, isOpen: true, image: nil, imagePath: nil, imageFile: nil, value: nil, resident: false,
                 transient: false, source: source, hints: VariantDictionary([]), expires: nil, stackTag: nil, appNotificationID: nil,
-                gtkDefaultAction: nil, gtkDefaultTarget: nil, desktopEntry: nil))
+                gtkDefaultAction: nil, gtkDefaultTarget: nil, desktopEntry: nil, duplicates: 0))
     }
 
     public static func == (a: TodayNotification, b: TodayNotification) -> Bool {
@@ -279,6 +287,7 @@ public struct TodayNotification: Sendable, Equatable {
         if let image { entries.append(("image-data", image.value)) }
         if let path = imageFile ?? imagePath { entries.append(("image-path", .string(path))) }
         if let value { entries.append(("value", .int32(value))) }
+        if duplicates > 0 { entries.append(("duplicates", .uint32(duplicates))) }
         return entries
     }
 
@@ -317,6 +326,7 @@ public struct TodayNotification: Sendable, Equatable {
         if let gtkDefaultAction { d["gtk-default-action"] = .string(gtkDefaultAction) }
         if let target = gtkDefaultTarget, let bytes = try? target.wireBytes() { d["gtk-default-target"] = .data(bytes) }
         if let desktopEntry { d["desktop-entry"] = .string(desktopEntry) }
+        if duplicates > 0 { d["duplicates"] = .unsigned(UInt64(duplicates)) }
         // The store never writes a transient one; the form is whole all the same.
         if transient { d["transient"] = .boolean(true) }
         return d
@@ -362,5 +372,6 @@ public struct TodayNotification: Sendable, Equatable {
         gtkDefaultAction = d["gtk-default-action"]?.string
         gtkDefaultTarget = d["gtk-default-target"]?.data.flatMap { try? Value(wireBytes: $0) }
         desktopEntry = d["desktop-entry"]?.string
+        duplicates = d["duplicates"]?.uint64.flatMap(UInt32.init(exactly:)) ?? 0
     }
 }

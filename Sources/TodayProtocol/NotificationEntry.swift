@@ -30,13 +30,15 @@ public struct NotificationEntry: Equatable, Sendable {
     public var threadID: String
     /// What the reply field says while empty, where the sender chose it.
     public var replyPlaceholder: String
+    /// The same notifications sent before it that it stands for (0: none).
+    public var duplicates: UInt32
 
     public static func == (a: NotificationEntry, b: NotificationEntry) -> Bool {
         a.id == b.id && a.appID == b.appID && a.appName == b.appName && a.appIcon == b.appIcon && a.summary == b.summary
             && a.body == b.body && a.actions.elementsEqual(b.actions, by: { $0 == $1 }) && a.urgency == b.urgency
             && a.category == b.category && a.time == b.time && a.isOpen == b.isOpen && a.imagePath == b.imagePath
             && a.value == b.value && a.resident == b.resident && a.source == b.source && a.threadID == b.threadID
-            && a.replyPlaceholder == b.replyPlaceholder
+            && a.replyPlaceholder == b.replyPlaceholder && a.duplicates == b.duplicates
     }
 
     /// The entry a notification's dictionary describes; nil without an id.
@@ -64,12 +66,17 @@ public struct NotificationEntry: Equatable, Sendable {
         let hints = values["hints"].flatMap(VariantDictionary.init)?.dictionary ?? [:]
         threadID = hints["thread-id"]?.string ?? ""
         replyPlaceholder = hints["placeholder"]?.string ?? ""
+        duplicates = values["duplicates"]?.int64.flatMap(UInt32.init(exactly:)) ?? 0
     }
 
     /// The entries of a `ListNotifications` reply (`aa{sv}`), newest first.
     public static func list(_ reply: Value) -> [NotificationEntry] {
         (reply.elements ?? []).compactMap { $0.stringDictionary.flatMap(NotificationEntry.init) }
     }
+
+    /// The summary, with how many came where it stands for duplicates
+    /// (StackDuplicates), as dunst's "(3)".
+    public var countedSummary: String { duplicates > 0 ? "\(summary) (\(UInt64(duplicates) + 1))" : summary }
 
     /// The name a person knows the app by: its `app_name`, else its app id.
     public var appTitle: String { appName.isEmpty ? appID : appName }

@@ -15,7 +15,7 @@ extension TodayNotification {
     enum Field: UInt8 {
         case id = 1, appID, appName, appIcon, summary, body, urgency, category, time, open, resident, transient, source
         case hints, action, imagePath, imageFile, value, expires, stackTag, appNotificationID, gtkDefaultAction
-        case gtkDefaultTarget, desktopEntry, image
+        case gtkDefaultTarget, desktopEntry, image, duplicates
     }
 
     /// The fields of an action (`Field.action`) and of a picture (`Field.image`).
@@ -93,6 +93,7 @@ extension TodayNotification {
         if let gtkDefaultAction { writer.text(Field.gtkDefaultAction, gtkDefaultAction) }
         if let target = wires.defaultTarget { writer.bytes(Field.gtkDefaultTarget, target) }
         if let desktopEntry { writer.text(Field.desktopEntry, desktopEntry) }
+        if duplicates > 0 { writer.integer(Field.duplicates, duplicates) }
     }
 
     /// The notification of a record `appendRecord` wrote; nil where the
@@ -168,6 +169,9 @@ extension TodayNotification {
         case .expires:
             guard let read: UInt64 = FieldReader.integer(payload) else { return false }
             expires = Self.date(read)
+        case .duplicates:
+            guard let read: UInt32 = FieldReader.integer(payload) else { return false }
+            duplicates = read
         case .hints:
             guard let read = wire().flatMap(VariantDictionary.init) else { return false }
             hints = read

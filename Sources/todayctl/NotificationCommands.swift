@@ -471,7 +471,7 @@ private func policy(_ center: NotificationCenterClient, _ operands: [String], js
 /// One notification as a line of `notifications list`.
 enum NotificationLine {
     static func text(_ entry: NotificationEntry) -> String {
-        var line = "\(entry.id)\t\(localTime(entry.time))\t\(entry.isOpen ? "open" : "closed")\t\(entry.appTitle)\t\(entry.summary)"
+        var line = "\(entry.id)\t\(localTime(entry.time))\t\(entry.isOpen ? "open" : "closed")\t\(entry.appTitle)\t\(entry.countedSummary)"
         let body = entry.plainBody.split(separator: "\n").first.map(String.init) ?? ""
         if !body.isEmpty { line += " — " + body }
         if let value = entry.value { line += " [\(value)%]" }

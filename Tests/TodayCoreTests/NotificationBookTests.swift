@@ -105,6 +105,43 @@ import TodayProtocol
         #expect(book.recall(12345).isEmpty, "an unknown id is no error")
     }
 
+    /// StackDuplicates (dunst's stack_duplicates): a notification that says
+    /// what an open one of its app says takes its place, counting it, and
+    /// the one it stacks on closes (reason 1) and leaves the list; another
+    /// text, another app, a closed one or the setting off stack nothing.
+    @Test func duplicatesStackWhereTheUserAsks() throws {
+        var book = NotificationBook()
+        book.settings.stackDuplicates = true
+        let first = try book.post(Self.posting("Build failed"), at: Self.start).id
+        let (second, effects) = try book.post(Self.posting("Build failed"), at: Self.start.addingTimeInterval(1))
+        #expect(Self.closed(effects) == ["\(first):1"])
+        #expect(effects.contains(.listChanged(changed: [second], removed: [first])), "\(effects)")
+        #expect(book.list.map(\.id) == [second] && book.list.first?.duplicates == 1)
+        let third = try book.post(Self.posting("Build failed"), at: Self.start.addingTimeInterval(2)).id
+        #expect(book.list.map(\.id) == [third] && book.list.first?.duplicates == 2)
+        // Another text, another app: their own.
+        let passed = try book.post(Self.posting("Build passed"), at: Self.start).id
+        let other = try book.post(Self.posting("Build failed", app: "ci"), at: Self.start).id
+        #expect(book.list.map(\.id) == [other, passed, third] && book.list.map(\.duplicates) == [0, 0, 2])
+        // Closed, it is no longer stacked on.
+        _ = try book.dismiss(passed)
+        let again = try book.post(Self.posting("Build passed"), at: Self.start).id
+        #expect(book.byID[again]?.duplicates == 0)
+        // Off (the default): two of the same.
+        var plain = NotificationBook()
+        _ = try plain.post(Self.posting("Build failed"), at: Self.start)
+        _ = try plain.post(Self.posting("Build failed"), at: Self.start)
+        #expect(plain.count == 2 && plain.list.allSatisfy { $0.duplicates == 0 })
+        // Taken back (its record could not be kept), the one it stacked on is back, open.
+        let (_, _, undo) = try book.postUndoably(Self.posting("Build failed"), at: Self.start.addingTimeInterval(3))
+        book.takeBack(undo)
+        #expect(book.byID[third]?.isOpen == true && book.byID[third]?.duplicates == 2)
+        var problems: [String] = []
+        #expect(NotificationSettings(plist: book.settings.plist, problems: &problems).stackDuplicates && problems.isEmpty)
+        _ = NotificationSettings(plist: ["StackDuplicates": .string("yes")], problems: &problems)
+        #expect(problems == ["StackDuplicates must be true or false (<true/>); duplicates are not stacked"])
+    }
+
     /// HoldExpiry (the pointer on the banners): nothing expires while any
     /// connection holds it; let go by the last (or its connection gone),
     /// what came due meanwhile closes `graceAfterHold` later, and what is

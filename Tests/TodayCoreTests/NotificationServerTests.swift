@@ -229,6 +229,44 @@ final class RestartableTodayd {
         #expect(written["Rules"] == .array(rules) && written["MyNote"] == .string("rules from my dunstrc"), "\(written)")
     }
 
+    /// StackDuplicates in notifications.plist (dunst's stack_duplicates):
+    /// notify-send's same notification again stacks on the open one, which
+    /// closes (reason 1) and leaves the list; the count survives a kill.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: notifySend), "needs notify-send (apt-get install libnotify-bin)"))
+    func duplicatesStackAsDunstsDo() async throws {
+        let todayd = try await RestartableTodayd("stack-duplicates")
+        defer { todayd.remove() }
+        let folder = todayd.home.path + "/.config/todayd"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Plist.write(.dictionary(["StackDuplicates": .boolean(true)]), format: .xml).write(to: URL(fileURLWithPath: folder + "/notifications.plist"))
+        var (daemon, client) = try await todayd.start()
+        let closed = Locked<[String]>([])
+        try await client.subscribe(MatchRule(interface: Notifications.freedesktop.name, member: Notifications.Freedesktop.notificationClosed.name)) { message in
+            if let (id, reason) = try? message.values(UInt32.self, UInt32.self) { closed.withLock { $0.append("\(id):\(reason)") } }
+        }
+        func send(_ arguments: [String]) async throws -> UInt32 {
+            let sent = try await run(["env", "DBUS_SESSION_BUS_ADDRESS=\(todayd.bus.address)", Self.notifySend, "--print-id", "--expire-time=0"] + arguments)
+            return try #require(UInt32(sent.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(sent)")
+        }
+        let first = try await send(["--app-name=CI", "Build failed", "main, 3 tests"])
+        let second = try await send(["--app-name=CI", "Build failed", "main, 3 tests"])
+        let third = try await send(["--app-name=CI", "Build failed", "main, 3 tests"])
+        let other = try await send(["--app-name=CI", "Build failed", "release, 1 test"])
+        #expect(try await eventually(5) { closed.value == ["\(first):1", "\(second):1"] }, "\(closed.value)")
+        var list = try await Self.list(client)
+        #expect(list.map { $0["id"] } == [.uint32(other), .uint32(third)], "\(list)")
+        #expect(list.map { $0["duplicates"] } == [nil, .uint32(2)], "\(list)")
+
+        client.close()
+        kill(daemon.process.processIdentifier, SIGKILL)
+        _ = daemon.stop(keepHome: true)
+        (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        list = try await Self.list(client)
+        #expect(list.first { $0["id"] == .uint32(third) }?["duplicates"] == .uint32(2), "\(list)")
+    }
+
     /// Where the banners show (BannerPosition, todayd's own property):
     /// set through the bus and by todayctl, kept in notifications.plist
     /// across a restart; a place that is not one is refused, saying which

@@ -40,6 +40,7 @@ import TodayProtocol
         full.gtkDefaultAction = "app.open"
         full.gtkDefaultTarget = .uint64(9)
         full.desktopEntry = "org.gnome.Maps"
+        full.duplicates = 2
         return full
     }
 

@@ -790,6 +790,27 @@ import TodayProtocol
         #expect(try await NotificationCommandTests.property(client, "DoNotDisturbUntil") == .uint64(0))
     }
 
+    /// A stacked notification (StackDuplicates) says how many came, as
+    /// dunst's does: "Build failed (3)".
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    func aStackedNotificationSaysHowManyCame() async throws {
+        let home = try temporaryDirectory("stacked")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
+        try Plist.write(.dictionary(["StackDuplicates": .boolean(true)]), format: .xml)
+            .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
+        let bundles = try BundleFolder()
+        defer { bundles.remove() }
+        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
+        defer { daemon.stop() }
+        let client = try await daemon.ready()
+        defer { client.close() }
+        for _ in 0..<3 { _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "Build failed", "main", "--app", "CI"]) }
+        let shown = try await Self.render(daemon.address)
+        #expect(shown.status == 0, "\(shown.errors)")
+        #expect(shown.texts.contains("Build failed (3)") && !shown.texts.contains("Build failed"), "\(shown.texts)")
+    }
+
     /// Each app's group has a menu of its settings, as GNOME's and
     /// Plasma's notification settings do: banners, kept in the list,
     /// sounds. A change makes the app's policy from what the menu showed

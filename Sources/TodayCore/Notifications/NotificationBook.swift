@@ -238,6 +238,7 @@ struct NotificationBook: Sendable {
         // still in the list; else the same app's notification with the same
         // stack tag, or the same GNotification id.
         var replaced: UInt32?
+        var stacked: UInt32?
         if replaces != 0, byID[replaces] != nil {
             replaced = replaces
         } else if let tag = notification.stackTag {
@@ -246,6 +247,13 @@ struct NotificationBook: Sendable {
             replaced = order.first { id in
                 byID[id].map { $0.source == notification.source && $0.appID == notification.appID && $0.appNotificationID == appNotificationID } ?? false
             }
+        }
+        // Or, stacking duplicates, the same app's open notification that
+        // says the same: it closes (reason 1, as dunst's does) and this
+        // one counts it.
+        if replaced == nil, settings.stackDuplicates, !notification.transient, let same = openDuplicate(of: notification) {
+            notification.duplicates = (byID[same]?.duplicates ?? 0) &+ 1
+            stacked = same
         }
         notification.id = replaced ?? nextID()
         // Times as the store keeps them (microseconds), so that the list
@@ -284,11 +292,15 @@ struct NotificationBook: Sendable {
         }
         if let replaced, let old = byID[replaced]?.imageFile, old != notification.imageFile { effects.append(.dropImage(old)) }
         if replaced != nil { order.removeAll { $0 == id } }
+        var evicted: [UInt32] = []
+        if let stacked {
+            take(stacked, reason: .expired)
+            evicted.append(stacked)
+        }
         byID[id] = notification
         order.insert(id, at: 0)
         if !wasUnseen { unseen.insert(id) }
         effects.append(.store(id))
-        var evicted: [UInt32] = []
         while order.count > capacity, let oldest = order.last {
             take(oldest, reason: .other)
             evicted.append(oldest)
@@ -297,6 +309,18 @@ struct NotificationBook: Sendable {
         if banner { effects.append(.banner(id)) }
         if let playing { effects.append(.sound(playing)) }
         return (id, effects, Undo(posted: notification, replaced: before, wasUnseen: wasUnseen, removed: removed))
+    }
+
+    /// The open notification of `notification`'s app, from the same
+    /// source, that says the same (summary, body, icon, urgency, actions):
+    /// what a notification stacks on.
+    private func openDuplicate(of notification: TodayNotification) -> UInt32? {
+        order.first { id in
+            guard let other = byID[id], other.isOpen, other.appID == notification.appID else { return false }
+            return other.source == notification.source && other.summary == notification.summary && other.body == notification.body
+                && other.appIcon == notification.appIcon && other.urgency == notification.urgency
+                && other.actions.map(\.key) == notification.actions.map(\.key) && other.actions.map(\.label) == notification.actions.map(\.label)
+        }
     }
 
     /// Takes back what a post did (`Undo`), as far as later changes left

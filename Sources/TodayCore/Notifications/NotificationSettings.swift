@@ -43,6 +43,9 @@ struct NotificationSettings: Equatable, Sendable {
     var notifyCommand: [String] = []
     /// Where the banners show (`BannerPosition`).
     var bannerPosition = BannerPosition.topRight
+    /// A notification the same as an open one of its app takes its place
+    /// and counts it (`StackDuplicates`, dunst's `stack_duplicates`).
+    var stackDuplicates = false
     /// The user's rules (`Rules`), in the file's order.
     var rules: [NotificationRule] = []
     /// What the file holds besides what is read into these settings:
@@ -54,7 +57,7 @@ struct NotificationSettings: Equatable, Sendable {
     /// The keys read into the settings' own fields.
     static let readKeys: Set<String> = [
         "DoNotDisturb", "DoNotDisturbUntil", "DoNotDisturbFrom", "DoNotDisturbTo", "AppPolicies", "SoundCommand", "SoundTheme", "NotifyCommand",
-        "BannerPosition",
+        "BannerPosition", "StackDuplicates",
     ]
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
@@ -191,6 +194,7 @@ struct NotificationSettings: Equatable, Sendable {
         if !soundTheme.isEmpty { plist["SoundTheme"] = .string(soundTheme) }
         if !notifyCommand.isEmpty { plist["NotifyCommand"] = .array(notifyCommand.map(PlistValue.string)) }
         if bannerPosition != .topRight { plist["BannerPosition"] = .string(bannerPosition.rawValue) }
+        if stackDuplicates { plist["StackDuplicates"] = .boolean(true) }
         if let end = doNotDisturbEnd { plist["DoNotDisturbUntil"] = .date(end) }
         return plist
     }
@@ -231,6 +235,13 @@ struct NotificationSettings: Equatable, Sendable {
                 soundTheme = name
             } else {
                 problems.append("SoundTheme must be the name of a sound theme (a folder of sounds/), such as freedesktop; freedesktop it is")
+            }
+        }
+        if let written = plist["StackDuplicates"] {
+            if let on = written.bool {
+                stackDuplicates = on
+            } else {
+                problems.append("StackDuplicates must be true or false (<true/>); duplicates are not stacked")
             }
         }
         if let written = plist["BannerPosition"] {
