@@ -763,12 +763,8 @@ import TodayProtocol
     /// when.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
     func doNotDisturbForAWhileFromTheView() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (daemon, client, stop) = try await NotificationServerTests.serving()
+        defer { stop() }
 
         let before = nowMicroseconds() / 1_000_000
         let hour = try await Self.render(daemon.address, delay: 3, presses: ["do-not-disturb-1h"])
@@ -799,12 +795,8 @@ import TodayProtocol
         try FileManager.default.createDirectory(atPath: home.path + "/.config/todayd", withIntermediateDirectories: true)
         try Plist.write(.dictionary(["StackDuplicates": .boolean(true)]), format: .xml)
             .write(to: URL(fileURLWithPath: home.path + "/.config/todayd/notifications.plist"))
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path], home: home)
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (daemon, _, stop) = try await NotificationServerTests.serving(home: home)
+        defer { stop() }
         for _ in 0..<3 { _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "Build failed", "main", "--app", "CI"]) }
         let shown = try await Self.render(daemon.address)
         #expect(shown.status == 0, "\(shown.errors)")
@@ -818,12 +810,8 @@ import TodayProtocol
     /// changed.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
     func anAppsSettingsFromItsGroup() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (daemon, client, stop) = try await NotificationServerTests.serving()
+        defer { stop() }
         for app in ["Chat", "Mail"] {
             let sent = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "From \(app)", "--app", app])
             #expect(sent.status == 0, "\(sent)")
@@ -860,12 +848,8 @@ import TodayProtocol
     /// grim's shots under sway.
     @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
     func underSwayTheUsersStyleSheetIsFollowed() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (daemon, _, stop) = try await NotificationServerTests.serving()
+        defer { stop() }
         _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "Lunch?", "Noon at Luigi's", "--app", "Chat"])
         _ = try await NotificationCommandTests.todayctl(daemon.address, ["notify", "Later", "--app", "Chat", "--urgency", "low"])
         let config = try temporaryDirectory("style")
@@ -911,12 +895,8 @@ import TodayProtocol
     /// again, the film is whole.
     @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
     func underSwayTheViewOpensOverAFullscreenWindow() async throws {
-        let bundles = try BundleFolder()
-        defer { bundles.remove() }
-        let daemon = try TodayDaemon(bundles: [bundles.path])
-        defer { daemon.stop() }
-        let client = try await daemon.ready()
-        defer { client.close() }
+        let (daemon, _, stop) = try await NotificationServerTests.serving()
+        defer { stop() }
         let sway = try await HeadlessSway()
         defer { sway.stop() }
         let red: (UInt8, UInt8, UInt8) = (0xff, 0, 0)
