@@ -167,6 +167,7 @@ public struct NotificationEntry: Equatable, Sendable {
         if let imagePath { d["image-path"] = .string(imagePath) }
         if let value { d["value"] = .integer(Int64(value)) }
         if !threadID.isEmpty { d["thread-id"] = .string(threadID) }
+        if duplicates > 0 { d["duplicates"] = .unsigned(UInt64(duplicates)) }
         return .dictionary(d)
     }
 }
@@ -240,7 +241,7 @@ public struct NotificationCount: Equatable, Sendable {
             count == 0 ? "No notifications" : "\(count) notification\(count == 1 ? "" : "s")" + (unseen > 0 ? ", \(unseen) unseen" : ""))
         if doNotDisturb { lines.append("Do Not Disturb is on" + (doNotDisturbUntil.isEmpty ? "" : " until \(doNotDisturbUntil)")) }
         for entry in latest.prefix(Self.tooltipLines) {
-            lines.append("\(entry.appTitle): \(entry.summary)")
+            lines.append("\(entry.appTitle): \(entry.countedSummary)")
         }
         return lines.joined(separator: "\n")
     }

@@ -83,6 +83,11 @@ import TodayProtocol
         #expect(BarFormat.genmon.line(quiet).hasPrefix("<txt>2 (DND)</txt><tool>2 notifications\nDo Not Disturb is on\nMail: Lunch?</tool>"))
         let awhile = NotificationCount(count: 0, unseen: 0, doNotDisturb: true, doNotDisturbUntil: "18:00", latest: [])
         #expect(awhile.tooltip == "No notifications\nDo Not Disturb is on until 18:00")
+        // A stacked notification says how many came.
+        var stacked = entry
+        stacked.duplicates = 2
+        #expect(NotificationCount(count: 1, unseen: 0, doNotDisturb: false, latest: [stacked]).tooltip == "1 notification\nMail: Lunch? (3)")
+        #expect(stacked.plist.dictionary?["duplicates"] == .unsigned(2) && entry.plist.dictionary?["duplicates"] == nil)
     }
 
     @Test func notifyAndTheListFromTheCommandLine() async throws {
