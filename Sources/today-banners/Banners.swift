@@ -208,18 +208,21 @@ final class Banners {
         apply(reply?.body.first)
     }
 
-    /// Holds expiry while the pointer is on the banners, as GNOME Shell
+    /// Holds expiry while the pointer moves on the banners, as GNOME Shell
     /// keeps a banner under the pointer; lets it go when the pointer
-    /// leaves them (not for one of their own widgets) or they all go.
+    /// leaves them (not for one of their own widgets) or they all go. A
+    /// move, not an enter: a banner that shows up under a pointer at rest
+    /// in the corner is not being read, and goes in its time.
     private func followPointer(_ window: Widget) {
-        gtk_widget_add_events(window, Int32(GDK_ENTER_NOTIFY_MASK.rawValue | GDK_LEAVE_NOTIFY_MASK.rawValue))
-        typealias Handler = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GdkEventCrossing>?, UnsafeMutableRawPointer?) -> gboolean
-        let entered: Handler = { _, _, data in
+        gtk_widget_add_events(window, Int32(GDK_POINTER_MOTION_MASK.rawValue | GDK_LEAVE_NOTIFY_MASK.rawValue))
+        typealias Moved = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> gboolean
+        let moved: Moved = { _, _, data in
             guard let data else { return 0 }
             let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
             MainActor.assumeIsolated { banners.holdExpiry(true) }
             return 0
         }
+        typealias Handler = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GdkEventCrossing>?, UnsafeMutableRawPointer?) -> gboolean
         let left: Handler = { _, event, data in
             guard let data, let event, event.pointee.detail != GDK_NOTIFY_INFERIOR else { return 0 }
             let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
@@ -227,7 +230,7 @@ final class Banners {
             return 0
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
-        g_signal_connect_data(raw(window), "enter-notify-event", unsafeBitCast(entered, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
+        g_signal_connect_data(raw(window), "motion-notify-event", unsafeBitCast(moved, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
         g_signal_connect_data(raw(window), "leave-notify-event", unsafeBitCast(left, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
     }
 

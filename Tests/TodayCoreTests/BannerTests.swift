@@ -227,6 +227,17 @@ import TodayProtocol
         let letGo = Date()
         #expect(try await eventually(10) { try await isOpen(id) == false })
         #expect(Date().timeIntervalSince(letGo) > 2, "closed before its three seconds")
+
+        // A banner that shows up under a pointer at rest is not held: it
+        // goes in its time.
+        #expect(try await eventually(10) { Self.lines(out).last { $0.hasPrefix("banners: ") } == "banners:  queued: " }, "\(Self.lines(out))")
+        try await pointer(to: placed[0] + placed[2] / 2, placed[1] + 20)
+        try await Task.sleep(for: .milliseconds(300))
+        let resting = try await NotificationCommandTests.todayctl(address, ["notify", "Short", "--app", "Mail", "--timeout", "1500"])
+        let restingID = resting.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await eventually(10) { Self.lines(out).contains("banners: \(restingID) queued: ") }, "\(Self.lines(out))")
+        #expect(try await eventually(6) { try await isOpen(restingID) == false }, "held under a pointer that did not move")
+        #expect(Self.lines(out).filter { $0 == "expiry: held" }.count == 1, "\(Self.lines(out))")
     }
 
     /// Under X11 the banners are placed by their top-left corner for the
