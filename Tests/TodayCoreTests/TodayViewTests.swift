@@ -269,9 +269,14 @@ import TodayProtocol
         defer { client.close() }
         _ = try await client.center("UpdateAll")
 
-        let light = try await Self.brightness(try await Self.render(daemon.address, style: "light").png)
-        let dark = try await Self.brightness(try await Self.render(daemon.address, style: "dark").png)
-        #expect(light > 150 && dark < 100, "mean brightness: light \(light), dark \(dark)")
+        let lightShot = try await Self.render(daemon.address, style: "light")
+        let darkShot = try await Self.render(daemon.address, style: "dark")
+        let light = try await Self.brightness(lightShot.png)
+        let dark = try await Self.brightness(darkShot.png)
+        // -1 where there is no picture: what the view said then tells why.
+        #expect(
+            light > 150 && dark < 100,
+            "mean brightness: light \(light) (\(lightShot.status), \(lightShot.png.count) bytes: \(lightShot.errors)), dark \(dark) (\(darkShot.status): \(darkShot.errors))")
         // No portal on this bus: GTK's own default, the light style.
         #expect(try await Self.brightness(try await Self.render(daemon.address).png) > 150)
 
