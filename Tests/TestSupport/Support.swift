@@ -199,6 +199,11 @@ public final class OwnDisplay: Sendable {
 /// socket the test's own programs use. `shot` is what is on the screen.
 public final class HeadlessSway: Sendable {
     public static let background: (UInt8, UInt8, UInt8) = (0x20, 0x40, 0x60)
+    /// One sway at a time: each renders with pixman and its tests read
+    /// whole screens, which, several at once, starve the display tests
+    /// that run beside them.
+    private static let turn = Turn()
+    private let released = Locked(false)
     public static var available: Bool {
         ["/usr/bin/sway", "/usr/bin/grim", "/usr/bin/setpriv"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
     }
@@ -209,30 +214,53 @@ public final class HeadlessSway: Sendable {
     private let compositor: Process
 
     public init() async throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sway-\(UUID().uuidString)")
-        runtime = folder.appendingPathComponent("run").path
-        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        // nobody must reach its folders, and own the runtime folder.
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
-        guard chown(runtime, 65534, 65534) == 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSLocalizedDescriptionKey: "cannot give \(runtime) to nobody"]) }
-        let config = folder.appendingPathComponent("config").path
-        let (r, g, b) = Self.background
-        try String(format: "output HEADLESS-1 mode 800x600 bg #%02x%02x%02x solid_color\ndefault_border none\nxwayland disable\n", r, g, b)
-            .write(toFile: config, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: config)
-        compositor = Process()
-        compositor.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        compositor.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "-i", "XDG_RUNTIME_DIR=\(runtime)", "WLR_BACKENDS=headless",
-            "WLR_RENDERER=pixman", "WLR_LIBINPUT_NO_DEVICES=1", "/usr/bin/sway", "-c", config,
-        ]
-        compositor.standardOutput = FileHandle.nullDevice
-        compositor.standardError = FileHandle.nullDevice
-        try compositor.run()
-        let socket = runtime + "/wayland-1"
-        guard try await eventually(20, { FileManager.default.fileExists(atPath: socket) }) else {
-            stop()
-            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "sway made no \(socket) within 20 s"])
+        await Self.turn.take()
+        do {
+            (folder, runtime, compositor) = try await Self.start()
+        } catch {
+            await Self.turn.give()
+            throw error
+        }
+    }
+
+    /// Starts sway in a folder of its own: the folder, the runtime folder
+    /// and the compositor; nothing left running or on disk where it cannot.
+    private static func start() async throws -> (URL, String, Process) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sway-\(UUID().uuidString)")
+        let runtime = folder.appendingPathComponent("run").path
+        let compositor = Process()
+        do {
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            // nobody must reach its folders, and own the runtime folder.
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+            guard chown(runtime, 65534, 65534) == 0 else {
+                throw CocoaError(.fileWriteNoPermission, userInfo: [NSLocalizedDescriptionKey: "cannot give \(runtime) to nobody"])
+            }
+            let config = folder.appendingPathComponent("config").path
+            let (r, g, b) = background
+            try String(format: "output HEADLESS-1 mode 800x600 bg #%02x%02x%02x solid_color\ndefault_border none\nxwayland disable\n", r, g, b)
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: config)
+            compositor.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            compositor.arguments = [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "-i", "XDG_RUNTIME_DIR=\(runtime)", "WLR_BACKENDS=headless",
+                "WLR_RENDERER=pixman", "WLR_LIBINPUT_NO_DEVICES=1", "/usr/bin/sway", "-c", config,
+            ]
+            compositor.standardOutput = FileHandle.nullDevice
+            compositor.standardError = FileHandle.nullDevice
+            try compositor.run()
+            let socket = runtime + "/wayland-1"
+            guard try await eventually(20, { FileManager.default.fileExists(atPath: socket) }) else {
+                throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "sway made no \(socket) within 20 s"])
+            }
+            return (folder, runtime, compositor)
+        } catch {
+            if compositor.isRunning {
+                kill(compositor.processIdentifier, SIGKILL)
+                compositor.waitUntilExit()
+            }
+            try? FileManager.default.removeItem(at: folder)
+            throw error
         }
     }
 
@@ -321,5 +349,33 @@ public final class HeadlessSway: Sendable {
         if compositor.isRunning { kill(compositor.processIdentifier, SIGKILL) }
         compositor.waitUntilExit()
         try? FileManager.default.removeItem(at: folder)
+        var first = false
+        released.withLock { released in
+            first = !released
+            released = true
+        }
+        if first { Task { await Self.turn.give() } }
+    }
+}
+
+/// Turns taken one at a time, in the order asked for.
+actor Turn {
+    private var taken = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func take() async {
+        guard taken else {
+            taken = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func give() {
+        if waiting.isEmpty {
+            taken = false
+        } else {
+            waiting.removeFirst().resume()
+        }
     }
 }
