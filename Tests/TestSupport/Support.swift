@@ -189,8 +189,17 @@ public final class OwnDisplay: Sendable {
         name = ":" + said
     }
 
+    /// Kills the server and takes away what SIGKILL leaves of it (its
+    /// lock file and socket), so that no later X server, xvfb-run's
+    /// included, finds a display that looks taken or free but is neither.
     public func stop() {
-        if server.isRunning { kill(server.processIdentifier, SIGKILL) }
+        if server.isRunning {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        let number = name.dropFirst()
+        try? FileManager.default.removeItem(atPath: "/tmp/.X\(number)-lock")
+        try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(number)")
     }
 }
 
