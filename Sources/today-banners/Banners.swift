@@ -203,7 +203,7 @@ final class Banners {
             apply(value)
         }
         let reply = try? await connection.call(
-            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Get"),
+            Today.busName, path: Today.managerPath, interface: .properties, member: .get,
             [.string(Notifications.today.name.rawValue), .string(name)])
         apply(reply?.body.first)
     }

@@ -76,12 +76,7 @@ final class NotificationList {
         setAccessibleLabel(dndSwitch, "Do Not Disturb")
         append(dndRow, dndSwitch)
         let menu = Self.menuOfWhiles(controls: &headerControls) { [connection] end in
-            connection.call(
-                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Set"),
-                [.string(Notifications.today.name.rawValue), .string(Notifications.Center.doNotDisturbUntil.name), .variant(.uint64(end * 1_000_000))]
-            ) { result in
-                if case .failure(let error) = result { FileSystem.writeAll(2, "today-view: Do Not Disturb for a while: \(error)\n") }
-            }
+            Self.set(Notifications.Center.doNotDisturbUntil, .uint64(end * 1_000_000), on: connection)
         }
         append(dndRow, menu)
         append(widget, dndRow)
@@ -90,12 +85,25 @@ final class NotificationList {
         connect(clearAll, "clicked") { [self] in call(Notifications.Center.dismissAll, "") }
         connect(dndSwitch, "notify::active", withArgument: { [self] _ in
             guard !settingSwitch else { return }
-            let on = gtk_switch_get_active(cast(dndSwitch)) != 0
-            connection.call(
-                Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Set"),
-                [.string(Notifications.today.name.rawValue), .string(Notifications.Center.doNotDisturb.name), .variant(.boolean(on))]
-            ) { _ in }
+            Self.set(Notifications.Center.doNotDisturb, .boolean(gtk_switch_get_active(cast(dndSwitch)) != 0), on: connection)
         })
+    }
+
+    /// Sets `property` of todayd's Notifications interface; a failure is
+    /// said on standard error.
+    private static func set(_ property: Property, _ value: Value, on connection: Connection) {
+        connection.call(
+            Today.busName, path: Today.managerPath, interface: .properties, member: MemberName("Set"),
+            [.string(Notifications.today.name.rawValue), .string(property.name), .variant(value)]
+        ) { result in
+            if case .failure(let error) = result { FileSystem.writeAll(2, "today-view: \(property.name): \(error)\n") }
+        }
+    }
+
+    /// What `appID`'s notifications do: its own policy, else the default
+    /// one (`""`); empty (all allowed) where there is neither.
+    private func policy(of appID: String) -> [String: Value] {
+        policies[appID] ?? policies[""] ?? [:]
     }
 
     /// The menu beside the switch: a button with an arrow whose popover
@@ -170,7 +178,7 @@ final class NotificationList {
         // back; a change the user makes is sent.
         var setting = false
         func showPolicy() {
-            let policy = policies[appID] ?? policies[""] ?? [:]
+            let policy = policy(of: appID)
             setting = true
             for (key, check) in boxes { gtk_toggle_button_set_active(cast(check), policy[key]?.bool ?? true ? 1 : 0) }
             setting = false
@@ -180,7 +188,7 @@ final class NotificationList {
         for (key, check) in boxes {
             connect(check, "toggled") { [self] in
                 guard !setting else { return }
-                var policy = policies[appID] ?? policies[""] ?? [:]
+                var policy = policy(of: appID)
                 policy[key] = .boolean(gtk_toggle_button_get_active(cast(check)) != 0)
                 policies[appID] = policy
                 call(Notifications.Center.setAppPolicy, appID, VariantDictionary(policy.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
