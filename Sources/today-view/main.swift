@@ -29,8 +29,15 @@ import CGtk
 import DBus
 import FoundationEssentials
 import Glibc
+import Posix
 import TodayCore
 import TodayGtk
+
+// A session's end (SIGTERM, SIGHUP) and Ctrl-C end it, also where whoever
+// started it had those signals blocked: a mask is inherited, and a program
+// started from a thread that blocks them (a launcher's worker thread)
+// would otherwise outlive the session.
+Signals.unblock([SIGTERM, SIGHUP, SIGINT])
 
 var pane = false
 var toggle = false

@@ -167,17 +167,20 @@ public func read(_ pipe: Pipe, until enough: (String) -> Bool, within seconds: D
 }
 
 /// An X display of a test's own: Xvfb on the first free number, which it
-/// names itself (`-displayfd`).
+/// names itself (`-displayfd`). Unlike `xvfb-run -a`, which picks a number
+/// that looks free and then writes a cookie for it, two of these started at
+/// once never meet on one display.
 public final class OwnDisplay: Sendable {
     /// `:N`, for DISPLAY.
     public let name: String
     private let server: Process
 
-    public init() async throws {
+    /// `screen` is Xvfb's: width x height x depth.
+    public init(screen: String = "1024x768x24") async throws {
         let number = Pipe()
         server = Process()
         server.executableURL = URL(fileURLWithPath: "/bin/sh")
-        server.arguments = ["-c", "exec /usr/bin/Xvfb -displayfd 3 -screen 0 1024x768x24 -nolisten tcp 3>&1 >/dev/null 2>&1"]
+        server.arguments = ["-c", "exec /usr/bin/Xvfb -displayfd 3 -screen 0 \(screen) -nolisten tcp 3>&1 >/dev/null 2>&1"]
         server.standardOutput = number
         server.standardError = FileHandle.nullDevice
         try server.run()
@@ -201,6 +204,16 @@ public final class OwnDisplay: Sendable {
         try? FileManager.default.removeItem(atPath: "/tmp/.X\(number)-lock")
         try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(number)")
     }
+}
+
+/// Runs `command` (through env, as `run`) with DISPLAY on an X display of
+/// its own, which ends with it.
+public func runOnOwnDisplay(
+    _ command: [String], screen: String = "1024x768x24", timeout: TimeInterval = 60
+) async throws -> (status: Int32, output: String, error: String) {
+    let display = try await OwnDisplay(screen: screen)
+    defer { display.stop() }
+    return try await run(["DISPLAY=\(display.name)"] + command, timeout: timeout)
 }
 
 /// A headless sway of a test's own: a layer-shell compositor with one

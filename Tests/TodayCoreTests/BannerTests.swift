@@ -62,20 +62,22 @@ import TodayProtocol
         ((try? String(contentsOf: url, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func theBusStartsThemAndTheyFollowTheList() async throws {
         let todayd = try await RestartableTodayd("banners", activating: true)
         defer { todayd.remove() }
         let out = todayd.home.appendingPathComponent("banners.out")
         let picture = todayd.home.appendingPathComponent("banners.png")
-        // The service file, as `make install` writes it, with Xvfb for a
-        // display, the system's data folders (the test's todayd has its
+        // The service file, as `make install` writes it, with an X display
+        // of the test's own, the system's data folders (the test's todayd has its
         // own, where GTK would find neither its icons nor the MIME
         // database), and what the test reads.
+        let screen = try await OwnDisplay()
+        defer { screen.stop() }
         let launcher = todayd.home.appendingPathComponent("banners")
         try """
             #!/bin/sh
-            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.banners) --describe --screenshot \(picture.path) --press yes --reply 'on my way' > \(out.path) 2>&1
+            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe --screenshot \(picture.path) --press yes --reply 'on my way' > \(out.path) 2>&1
             """.write(to: launcher, atomically: true, encoding: .utf8)
         try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()
@@ -243,15 +245,17 @@ import TodayProtocol
     /// Under X11 the banners are placed by their top-left corner for the
     /// user's BannerPosition: 12 pixels in from the bottom-right corner of
     /// a 1024×768 screen, then from the middle of the top edge.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func underX11TheBannersArePlacedWhereTheUserSays() async throws {
         let todayd = try await RestartableTodayd("banners-x11-position", activating: true)
         defer { todayd.remove() }
         let out = todayd.home.appendingPathComponent("banners.out")
+        let screen = try await OwnDisplay()
+        defer { screen.stop() }
         let launcher = todayd.home.appendingPathComponent("banners")
         try """
             #!/bin/sh
-            exec env NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share xvfb-run -a -s '-screen 0 1024x768x24' \(Self.banners) --describe > \(out.path) 2>&1
+            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
             """.write(to: launcher, atomically: true, encoding: .utf8)
         try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()

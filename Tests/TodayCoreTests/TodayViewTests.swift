@@ -54,16 +54,10 @@ import TodayProtocol
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
         let command =
-            ["env", "NO_AT_BRIDGE=1"] + environment + ["xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe"]
+            ["NO_AT_BRIDGE=1"] + environment + [view, "--address", address, "--screenshot", png.path, "--describe"]
             + (pane ? ["--pane"] : []) + (delay > 0 ? ["--delay", "\(delay)"] : []) + (style.map { ["--style", $0] } ?? [])
             + presses.flatMap { ["--press", $0] }
-        var result = try await run(command, timeout: 60)
-        // xvfb-run -a beside the other tests' X servers can hand the view a
-        // display it has no cookie for ("cannot open display"): the view
-        // never ran, and runs again on another.
-        for _ in 0..<2 where result.status != 0 && result.output.isEmpty && result.error.contains("cannot open display") {
-            result = try await run(command, timeout: 60)
-        }
+        let result = try await runOnOwnDisplay(command, screen: "1024x2048x24")
         let texts = result.output.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("state: ") }
         return (texts, (try? Data(contentsOf: png)) ?? Data(), result.status, result.error)
     }
@@ -79,10 +73,12 @@ import TodayProtocol
         let folder = try temporaryDirectory("view")
         defer { try? FileManager.default.removeItem(at: folder) }
         let png = folder.appendingPathComponent("shot.png")
+        let display = try await OwnDisplay(screen: "1024x2048x24")
+        defer { display.stop() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
-            ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", view, "--address", address, "--screenshot", png.path, "--describe", "--delay", "\(delay)"]
+            ["DISPLAY=\(display.name)", "NO_AT_BRIDGE=1", view, "--address", address, "--screenshot", png.path, "--describe", "--delay", "\(delay)"]
             + (style.map { ["--style", $0] } ?? [])
         let output = Pipe()
         let errors = Pipe()
@@ -152,7 +148,7 @@ import TodayProtocol
         return (number(16), number(20))
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func theWindowShowsTheWidgets() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -224,7 +220,7 @@ import TodayProtocol
     /// CFBundleIconFile, loaded by GTK; an app without one the icon of its
     /// desktop entry, from the theme; an app with neither the theme's icon
     /// for a program.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func everyCardShowsAnIcon() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -263,7 +259,7 @@ import TodayProtocol
     /// Light or dark: as asked with --style, else as the desktop prefers
     /// (the settings portal's color-scheme, here a portal of the test's
     /// own on the private bus), followed while the window is open.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func lightOrDarkAsTheDesktopPrefers() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -318,7 +314,7 @@ import TodayProtocol
 
     /// Started before todayd runs, the view's first call starts it through
     /// D-Bus activation (the installed service file), and shows the cards.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func theViewStartsTodaydThroughTheBus() async throws {
         try await TodayDaemon.withActivatableBus { bus, prefix, client in
 
@@ -339,7 +335,7 @@ import TodayProtocol
     /// The picture follows an update; when todayd goes away the cards stay
     /// with the banner, and come back to life when it returns; GTK has
     /// nothing critical to say about any of it.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func theViewFollowsTodaydAwayAndBack() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -392,7 +388,7 @@ import TodayProtocol
     }
     /// An open window follows a timeline: the entry whose date comes
     /// replaces the card's content, with no provider run between.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func theViewFollowsATimeline() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -423,7 +419,7 @@ import TodayProtocol
     /// The examples' button and toggle pressed in the window, as a click
     /// would: Traffic's toggle shows off at once and the map loses its
     /// traffic layer; LatestPost's button marks the post read in the app.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func pressingTheExamplesButtonAndToggleInTheWindow() async throws {
         let (daemon, client, env) = try await ExampleActionTests.examplesUpdated()
         defer { daemon.stop() }
@@ -444,7 +440,7 @@ import TodayProtocol
     /// app, newest first, three per app until opened, each with its
     /// actions; Do Not Disturb as todayd has it; opening the view marks the
     /// list seen.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func theNotificationsGroupedByApp() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -488,7 +484,7 @@ import TodayProtocol
     /// A long list: the first groups are made at once, the rest while the
     /// main loop is idle; the picture has every group in order, and the
     /// first frame (`--first-frame`, what the benchmark times) comes.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func aLongListIsMadeWhileTheViewIsOpen() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
@@ -505,13 +501,13 @@ import TodayProtocol
         #expect(shown.texts.filter { $0.hasPrefix("App ") } == apps.reversed(), "\(shown.texts)")
         #expect(shown.texts.filter { $0.hasPrefix("From App ") }.count == apps.count, "\(shown.texts)")
 
-        let first = try await run(["env", "NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--first-frame"])
+        let first = try await runOnOwnDisplay(["NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--first-frame"])
         #expect(first.status == 0, "\(first)")
     }
 
     /// The user's layout in the view: its order, and a reorder moves the
     /// cards' rows without making them again.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func theViewFollowsTheLayoutAndKeepsItsRows() async throws {
         let (bundles, daemon, client) = try await WidgetInstanceTests.clockService()
         defer { WidgetInstanceTests.stop(bundles, daemon, client) }
@@ -528,9 +524,11 @@ import TodayProtocol
         #expect(titles == ["[1] small", "[] small"], "\(shot.texts)")
 
         // The live window: a reorder keeps both rows.
+        let display = try await OwnDisplay()
+        defer { display.stop() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--describe"]
+        process.arguments = ["DISPLAY=\(display.name)", "NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--describe"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -549,7 +547,7 @@ import TodayProtocol
 
     /// Edit: the gallery (each kind with its preview and Add), each card's
     /// controls; the settings form made from the kind's parameters.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func editShowsTheGalleryAndTheSettingsForm() async throws {
         let (bundles, daemon, client) = try await WidgetInstanceTests.clockService()
         defer { WidgetInstanceTests.stop(bundles, daemon, client) }
@@ -559,9 +557,9 @@ import TodayProtocol
         let folder = try temporaryDirectory("edit")
         defer { try? FileManager.default.removeItem(at: folder) }
         func shot(_ arguments: [String]) async throws -> [String] {
-            let result = try await run(
-                ["env", "NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x2048x24", Self.view, "--address", daemon.address,
-                 "--screenshot", folder.appendingPathComponent("shot.png").path, "--describe", "--delay", "2"] + arguments, timeout: 60)
+            let result = try await runOnOwnDisplay(
+                ["NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--screenshot", folder.appendingPathComponent("shot.png").path, "--describe",
+                 "--delay", "2"] + arguments, screen: "1024x2048x24")
             #expect(result.status == 0, "\(result.error)")
             return result.output.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("state: ") }
         }
@@ -641,15 +639,17 @@ import TodayProtocol
 
     /// One view per session: `today-view --toggle` hides the running view
     /// and shows it again; it needs no display of its own.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func toggleShowsAndHidesTheRunningView() async throws {
         let bundles = try BundleFolder()
         defer { bundles.remove() }
         let daemon = try TodayDaemon(bundles: [bundles.path])
         defer { daemon.stop() }
+        let display = try await OwnDisplay()
+        defer { display.stop() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["NO_AT_BRIDGE=1", "xvfb-run", "-a", "-s", "-screen 0 1024x768x24", Self.view, "--address", daemon.address, "--describe"]
+        process.arguments = ["DISPLAY=\(display.name)", "NO_AT_BRIDGE=1", Self.view, "--address", daemon.address, "--describe"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -669,17 +669,18 @@ import TodayProtocol
         let second = try await run(["env", "-u", "DISPLAY", Self.view, "--address", daemon.address])
         #expect(second.status == 0, "\(second)")
         #expect(process.isRunning)
-        // The view ends with SIGTERM, as a session's end sends it; xvfb-run follows.
+        // The view ends with SIGTERM, as a session's end sends it.
         let pid = try await client.callBus(MemberName("GetConnectionUnixProcessID"), [.string("io.github.todayd.TodayView")]).value(UInt32.self)
         kill(pid_t(pid), SIGTERM)
         try await Self.expectEnds(view: pid_t(pid), under: process)
     }
 
-    /// The view `view`, sent SIGTERM, ends, and xvfb-run (`process`) with
-    /// it; where either does not, the processes are in the message.
+    /// The view `view`, sent SIGTERM, ends, and the process it was started
+    /// as (`process`) with it; where either does not, the processes are in
+    /// the message.
     static func expectEnds(view: pid_t, under process: Process) async throws {
         #expect(try await eventually(30) { !runs(view) }, "the view \(view) still runs 30 s after SIGTERM (\(signals(of: view))): \(processes())")
-        #expect(try await eventually(30) { !process.isRunning }, "xvfb-run \(process.processIdentifier) still runs 30 s after the view ended: \(processes())")
+        #expect(try await eventually(30) { !process.isRunning }, "\(process.processIdentifier) still runs 30 s after the view ended: \(processes())")
     }
 
     /// Whether `pid` is a process that has not ended (a zombie has).
@@ -774,7 +775,7 @@ import TodayProtocol
     /// as Plasma's does: for an hour (to the next whole minute, read as a
     /// time of day) or until tomorrow morning; the view then says until
     /// when.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func doNotDisturbForAWhileFromTheView() async throws {
         let (daemon, client, stop) = try await NotificationServerTests.serving()
         defer { stop() }
@@ -801,7 +802,7 @@ import TodayProtocol
 
     /// A stacked notification (StackDuplicates) says how many came, as
     /// dunst's does: "Build failed (3)".
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func aStackedNotificationSaysHowManyCame() async throws {
         let home = try temporaryDirectory("stacked")
         defer { try? FileManager.default.removeItem(at: home) }
@@ -821,7 +822,7 @@ import TodayProtocol
     /// sounds. A change makes the app's policy from what the menu showed
     /// (the default policy where the app had none), with the one setting
     /// changed.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run"), "needs xvfb-run (apt-get install xvfb)"))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func anAppsSettingsFromItsGroup() async throws {
         let (daemon, client, stop) = try await NotificationServerTests.serving()
         defer { stop() }
