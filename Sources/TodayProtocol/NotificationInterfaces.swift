@@ -96,7 +96,7 @@ public enum Notifications {
         ],
         properties: [
             Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbUntil, Center.doNotDisturbSchedule, Center.appPolicies,
-            Center.bannerPosition,
+            Center.bannerPosition, Center.idleThreshold,
         ],
         signals: [Center.notificationsChanged],
         doc: "io.github.todayd.Today1.Notifications: the notification center, for the view, banners, bars and todayctl.")
@@ -153,6 +153,9 @@ public enum Notifications {
         public static let bannerPosition = Property(
             "BannerPosition", "s", access: .readwrite,
             doc: "Where the banners show: top-right (the default), top-left, top, bottom-right, bottom-left or bottom.")
+        public static let idleThreshold = Property(
+            "IdleThreshold", "u", access: .readwrite,
+            doc: "Seconds without the user's input after which the banners hold expiry (HoldExpiry) until the user is back; 0: never. 120 unless set.")
 
         public static let notificationsChanged = Signal(
             MemberName("NotificationsChanged"), [Argument("changed", "au"), Argument("removed", "au")], doc: "After every change.")

@@ -1,4 +1,5 @@
 import CGtk
+import CIdle
 import CSystem
 import DBus
 import FoundationEssentials
@@ -52,9 +53,21 @@ final class Banners {
     /// Whether the banners are on the overlay layer, over a fullscreen
     /// window, rather than the top layer, under it.
     private var overFullscreen = false
-    /// The pointer is on the banners, and todayd holds expiry for it
-    /// (HoldExpiry): a banner being read does not go from under it.
+    /// todayd holds expiry for the banners (HoldExpiry): while the
+    /// pointer is on them, a banner being read does not go from under it,
+    /// and while the user is away (IdleThreshold), what shows waits for
+    /// their return.
     private var holdingExpiry = false
+    /// The pointer moves on the banners.
+    private var pointerOn = false
+    /// No input for IdleThreshold seconds, as the display server says.
+    private var away = false
+    /// Seconds without input after which the user is away (todayd's
+    /// IdleThreshold); 0: never. Nil until todayd has said.
+    private var idleThreshold: UInt32?
+    /// The display server's watch for `idleThreshold`; nil where there is
+    /// none, or it cannot say.
+    private var idleWatch: OpaquePointer?
     /// Where the banners show (todayd's BannerPosition), followed live.
     private var position = BannerPosition.topRight
     /// Under X11, the primary monitor's work area, which the banners keep
@@ -184,13 +197,44 @@ final class Banners {
         if !showing.isEmpty { redraw() }
     }
 
-    /// Reads BannerPosition, and follows it whenever todayd says it
-    /// changed. Awaited before the banners' name is taken, so that the
-    /// first banner (whose Show the bus holds until then) shows in place.
-    private nonisolated static func followPosition(on connection: Connection, _ move: @escaping @Sendable (BannerPosition) -> Void) async {
+    /// Follows IdleThreshold: watches the display server for that long
+    /// without input (none for 0), from now.
+    private func watchIdle(_ seconds: UInt32) {
+        guard seconds != idleThreshold else { return }
+        idleThreshold = seconds
+        if let idleWatch { today_idle_stop(idleWatch) }
+        away = false
+        let changed: today_idle_changed = { idle, data in
+            guard let data else { return }
+            let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
+            MainActor.assumeIsolated {
+                banners.away = idle != 0
+                if banners.describe { FileDescriptor.standardOutput.writeAll("user: \(idle != 0 ? "away" : "back")\n") }
+                banners.holdOrLetGo()
+            }
+        }
+        idleWatch = today_idle_watch(seconds, changed, Unmanaged.passUnretained(self).toOpaque())
+        if describe {
+            let source = idleWatch.map { String(cString: today_idle_source($0)) } ?? "none"
+            FileDescriptor.standardOutput.writeAll("idle: \(seconds) s, from \(source)\n")
+        }
+        holdOrLetGo()
+    }
+
+    /// Reads BannerPosition and IdleThreshold, and follows them whenever
+    /// todayd says they changed. Awaited before the banners' name is
+    /// taken, so that the first banner (whose Show the bus holds until
+    /// then) shows in place.
+    private nonisolated static func followSettings(
+        on connection: Connection, _ move: @escaping @Sendable (BannerPosition) -> Void, idle: @escaping @Sendable (UInt32) -> Void
+    ) async {
         let name = Notifications.Center.bannerPosition.name
+        let idleName = Notifications.Center.idleThreshold.name
         let apply: @Sendable (Value?) -> Void = { value in
             if let position = value?.string.flatMap(BannerPosition.init(rawValue:)) { move(position) }
+        }
+        let applyIdle: @Sendable (Value?) -> Void = { value in
+            if let seconds = value?.int64.flatMap({ UInt32(exactly: $0) }) { idle(seconds) }
         }
         // The bus is asked for todayd's signals; they are matched here
         // without the sender, which they carry as a unique name.
@@ -199,13 +243,16 @@ final class Banners {
         bus.sender = Today.busName.rawValue
         _ = try? await connection.subscribe(bus) { _ in }
         _ = try? await connection.subscribe(rule, addToBus: false) { message in
-            guard let changed = message.body.count > 1 ? message.body[1].stringDictionary : nil, let value = changed[name] else { return }
-            apply(value)
+            guard let changed = message.body.count > 1 ? message.body[1].stringDictionary : nil else { return }
+            if let value = changed[name] { apply(value) }
+            if let value = changed[idleName] { applyIdle(value) }
         }
-        let reply = try? await connection.call(
-            Today.busName, path: Today.managerPath, interface: .properties, member: .get,
-            [.string(Notifications.today.name.rawValue), .string(name)])
-        apply(reply?.body.first)
+        for (property, follow) in [(name, apply), (idleName, applyIdle)] {
+            let reply = try? await connection.call(
+                Today.busName, path: Today.managerPath, interface: .properties, member: .get,
+                [.string(Notifications.today.name.rawValue), .string(property)])
+            follow(reply?.body.first)
+        }
     }
 
     /// Holds expiry while the pointer moves on the banners, as GNOME Shell
@@ -219,14 +266,20 @@ final class Banners {
         let moved: Moved = { _, _, data in
             guard let data else { return 0 }
             let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
-            MainActor.assumeIsolated { banners.holdExpiry(true) }
+            MainActor.assumeIsolated {
+                banners.pointerOn = true
+                banners.holdOrLetGo()
+            }
             return 0
         }
         typealias Handler = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GdkEventCrossing>?, UnsafeMutableRawPointer?) -> gboolean
         let left: Handler = { _, event, data in
             guard let data, let event, event.pointee.detail != GDK_NOTIFY_INFERIOR else { return 0 }
             let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
-            MainActor.assumeIsolated { banners.holdExpiry(false) }
+            MainActor.assumeIsolated {
+                banners.pointerOn = false
+                banners.holdOrLetGo()
+            }
             return 0
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -234,7 +287,10 @@ final class Banners {
         g_signal_connect_data(raw(window), "leave-notify-event", unsafeBitCast(left, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
     }
 
-    private func holdExpiry(_ hold: Bool) {
+    /// Holds expiry while the pointer is on the banners or the user is
+    /// away with banners showing; lets it go otherwise.
+    private func holdOrLetGo() {
+        let hold = !showing.isEmpty && (pointerOn || away)
         guard hold != holdingExpiry else { return }
         holdingExpiry = hold
         if describe { FileDescriptor.standardOutput.writeAll("expiry: \(hold ? "held" : "let go")\n") }
@@ -293,9 +349,9 @@ final class Banners {
             }
             _ = try? await connection.subscribe(
                 MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue), handler: heard)
-            await Self.followPosition(on: connection) { [self] position in
-                onMainLoop { [self] in MainActor.assumeIsolated { move(to: position) } }
-            }
+            await Self.followSettings(
+                on: connection, { [self] position in onMainLoop { [self] in MainActor.assumeIsolated { move(to: position) } } },
+                idle: { [self] seconds in onMainLoop { [self] in MainActor.assumeIsolated { watchIdle(seconds) } } })
             let reply = try? await connection.requestName(Notifications.bannersName, flags: [.doNotQueue])
             onMainLoop { [self] in
                 MainActor.assumeIsolated {
@@ -444,7 +500,8 @@ final class Banners {
         if describe, !showing.isEmpty { FileDescriptor.standardOutput.writeAll("rows: \(made) made, \(filled) filled, \(showing.count - filled) kept\n") }
         if showing.isEmpty {
             gtk_widget_hide(window)
-            holdExpiry(false)
+            pointerOn = false
+            holdOrLetGo()
             idleSince = now
             // For the next first banner, while nothing waits on it.
             if !onLayerShell { workArea = lookUpWorkArea() }
@@ -452,6 +509,8 @@ final class Banners {
             // back to the system (glibc keeps freed memory otherwise).
             today_malloc_give_back()
         } else {
+            // Shown while the user is away: held until they are back.
+            holdOrLetGo()
             if onLayerShell {
                 // The keyboard only for a reply, and only when clicked into.
                 let typing = showing.contains { $0.replyLabel != nil }

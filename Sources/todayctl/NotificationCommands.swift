@@ -284,11 +284,24 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
             let position = try await center.property(C.bannerPosition)?.string ?? BannerPosition.topRight.rawValue
             if json { Out.json(.dictionary(["position": .string(position)])) } else { Out.line(position) }
         }
+    case "idle":
+        // After how long without input the banners stay: printed, or set.
+        try expect(0...1)
+        typealias C = Notifications.Center
+        if let text = operands.first {
+            guard let seconds = DoNotDisturbText.idleThreshold(text) else {
+                throw Failure.usage("'\(text)' is not a time without input: write seconds (300), minutes (5m) or never")
+            }
+            try await center.set(C.idleThreshold, .uint32(seconds))
+        } else {
+            let seconds = try await center.property(C.idleThreshold)?.uint64 ?? 0
+            if json { Out.json(.dictionary(["idle-threshold": .unsigned(seconds)])) } else { Out.line(seconds == 0 ? "never" : "\(seconds)") }
+        }
     case "watch":
         try expect(0...0)
         try await watchNotifications(client, json: json)
     default:
-        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position or watch, not '\(verb)'")
+        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position, idle or watch, not '\(verb)'")
     }
 }
 
@@ -374,6 +387,14 @@ enum DoNotDisturbText {
         }
         guard number.isEmpty, (1...366 * 86_400).contains(seconds) else { return nil }
         return seconds
+    }
+
+    /// IdleThreshold's seconds as `text` gives them: `300`, `5m`, `1h`, or
+    /// `never` (0); nil for anything else.
+    static func idleThreshold(_ text: String) -> UInt32? {
+        if text == "never" { return 0 }
+        if let seconds = UInt32(text) { return seconds }
+        return duration(text).flatMap { UInt32(exactly: $0) }
     }
 
     /// The next `text` (HH:MM, local time) after `now` (seconds since

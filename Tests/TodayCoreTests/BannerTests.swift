@@ -242,6 +242,107 @@ import TodayProtocol
         #expect(Self.lines(out).filter { $0 == "expiry: held" }.count == 1, "\(Self.lines(out))")
     }
 
+    /// While the user is away (no input for IdleThreshold seconds, as
+    /// dunst's idle_threshold), the banners hold expiry: what shows waits
+    /// for their return, and goes three seconds after it. Under X11 from
+    /// the SYNC extension's IDLETIME, on an X server of the test's own;
+    /// the return is a pointer's move through XTest, as a mouse's.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
+    func whileTheUserIsAwayTheBannersWait() async throws {
+        let screen = try await OwnDisplay()
+        defer { screen.stop() }
+        let todayd = try await RestartableTodayd("banners-away", activating: true)
+        defer { todayd.remove() }
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        try Self.install(launcher, for: todayd)
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        func isOpen(_ id: String) async throws -> Bool? {
+            let reply = try await client.call(
+                Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.getNotification, UInt32(id) ?? 0)
+            return reply.body.first?.stringDictionary?["open"]?.bool
+        }
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle"]).output == "120\n")
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle", "2"]).status == 0)
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle"]).output == "2\n")
+        let wrong = try await NotificationCommandTests.todayctl(address, ["notifications", "idle", "soon"])
+        #expect(wrong.status != 0 && wrong.error.contains("write seconds (300), minutes (5m) or never"), "\(wrong)")
+
+        // Nothing has moved on this display since it started: the user is away.
+        try await Task.sleep(for: .seconds(2))
+        let sent = try await NotificationCommandTests.todayctl(address, ["notify", "While you were out", "--app", "Mail", "--timeout", "1500"])
+        let id = sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(sent.status == 0, "\(sent)")
+        #expect(try await eventually(20) { Self.lines(out).contains("expiry: held") }, "\(Self.lines(out))")
+        #expect(Self.lines(out).contains("idle: 2 s, from x11-sync") && Self.lines(out).contains("user: away"), "\(Self.lines(out))")
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await isOpen(id) == true, "its time came while the user was away")
+
+        // The user is back, moving the mouse (every half second: with
+        // 2 s for away, a pause of 2 s would be away again).
+        var moves = 0
+        func move() async throws {
+            moves += 1
+            let script = """
+                import ctypes, sys
+                x11, xtest = ctypes.CDLL("libX11.so.6"), ctypes.CDLL("libXtst.so.6")
+                x11.XOpenDisplay.restype = ctypes.c_void_p
+                display = ctypes.c_void_p(x11.XOpenDisplay(None))
+                sys.exit(0 if display and xtest.XTestFakeMotionEvent(display, -1, 300 + int(sys.argv[1]) % 50, 300, 0) and x11.XFlush(display) else 1)
+                """
+            let moved = try await run(["env", "DISPLAY=\(screen.name)", "/usr/bin/python3", "-c", script, "\(moves)"])
+            #expect(moved.status == 0, "\(moved)")
+        }
+        #expect(try await eventually(5) {
+            try await move()
+            return Self.lines(out).contains("user: back") && Self.lines(out).contains("expiry: let go")
+        }, "\(Self.lines(out))")
+        let back = Date()
+        #expect(try await eventually(10) {
+            try await move()
+            return try await isOpen(id) == false
+        })
+        #expect(Date().timeIntervalSince(back) > 1.5, "closed before its three seconds")
+    }
+
+    /// Under sway the compositor says when the user is away (sway 1.7:
+    /// org_kde_kwin_idle; later ones ext-idle-notify-v1): a headless sway
+    /// has no input, so once IdleThreshold has passed the banners hold.
+    @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
+    func underSwayTheBannersWaitWhileTheUserIsAway() async throws {
+        let sway = try await HeadlessSway()
+        defer { sway.stop() }
+        let (todayd, out) = try await Self.underSway(sway, "banners-sway-away")
+        defer { todayd.remove() }
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle", "2"]).status == 0)
+        // A first banner starts the program, whose watch begins then.
+        _ = try await Self.notify(address, ["Build finished", "--app", "CI"])
+        #expect(try await eventually(20) { Self.lines(out).contains { $0.hasPrefix("idle: 2 s, from ") } }, "\(Self.lines(out))")
+        let source = Self.lines(out).first { $0.hasPrefix("idle: 2 s, from ") } ?? ""
+        #expect(source.hasSuffix("org_kde_kwin_idle") || source.hasSuffix("ext-idle-notify-v1"), "\(source)")
+        #expect(try await eventually(10) { Self.lines(out).contains("user: away") && Self.lines(out).contains("expiry: held") }, "\(Self.lines(out))")
+        let sent = try await NotificationCommandTests.todayctl(address, ["notify", "While you were out", "--app", "Mail", "--timeout", "1000"])
+        let id = UInt32(sent.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        try await Task.sleep(for: .seconds(3))
+        let reply = try await client.call(Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.getNotification, id)
+        #expect(reply.body.first?.stringDictionary?["open"]?.bool == true, "its time came while the user was away")
+
+        // Never: the watch ends, and the hold with it.
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle", "never"]).status == 0)
+        #expect(try await eventually(10) { Self.lines(out).contains("expiry: let go") }, "\(Self.lines(out))")
+    }
+
     /// Under X11 the banners are placed by their top-left corner for the
     /// user's BannerPosition: 12 pixels in from the bottom-right corner of
     /// a 1024×768 screen, then from the middle of the top edge.

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import PropertyListValues
 import Testing
 @testable import TodayCore
 import TodayProtocol
@@ -454,6 +455,26 @@ import TodayProtocol
         #expect(wrong.bannerPosition == .topRight)
         #expect(problems == ["BannerPosition must be top-right, top-left, top, bottom-right, bottom-left or bottom; the banners show at the top-right"])
         #expect(BannerPosition.bottomLeft.atLeft && !BannerPosition.bottomLeft.atTop && !BannerPosition.top.atLeft && !BannerPosition.top.atRight)
+    }
+
+    /// IdleThreshold, dunst's idle_threshold: 120 s unless set, written
+    /// where it is not; 0 is never; what is not seconds is named.
+    @Test func howLongTheUserIsAwayBeforeTheBannersWait() throws {
+        var problems: [String] = []
+        #expect(NotificationSettings(plist: [:], problems: &problems).idleThreshold == 120)
+        #expect(NotificationSettings().plist["IdleThreshold"] == nil)
+        for seconds: UInt32 in [0, 30, 600] {
+            var settings = NotificationSettings()
+            settings.idleThreshold = seconds
+            #expect(settings.plist["IdleThreshold"] == .integer(Int64(seconds)))
+            #expect(NotificationSettings(plist: settings.plist, problems: &problems) == settings)
+        }
+        #expect(problems.isEmpty, "\(problems)")
+        for written: PlistValue in [.string("5m"), .integer(-1), .integer(1 << 40)] {
+            problems = []
+            #expect(NotificationSettings(plist: ["IdleThreshold": written], problems: &problems).idleThreshold == 120)
+            #expect(problems == ["IdleThreshold must be a number of seconds (<integer>300</integer>; 0 for never); the banners hold after 120"])
+        }
     }
 
     /// Rules, read from the file: each matches on every criterion it

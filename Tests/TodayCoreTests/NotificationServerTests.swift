@@ -294,6 +294,12 @@ final class RestartableTodayd {
         #expect(set.status == 0, "\(set)")
         let bad = try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "position", "left"])
         #expect(bad.status == 2 && bad.error.contains("'left' is not a place for the banners"), "\(bad)")
+        // How long without input before the banners wait (IdleThreshold), the same way.
+        #expect(try await run(["busctl", "set-property"] + object + ["IdleThreshold", "u", "300"]).status == 0)
+        #expect(try Plist.read(contentsOf: file)["IdleThreshold"] == .integer(300))
+        let idle = try await run(["busctl", "set-property"] + object + ["IdleThreshold", "s", "300"])
+        #expect(idle.status != 0 && idle.error.contains("property 'IdleThreshold' has type 'u', not 's'"), "\(idle.error)")
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "idle", "5m"]).status == 0)
 
         client.close()
         _ = daemon.stop(keepHome: true)
@@ -301,6 +307,7 @@ final class RestartableTodayd {
         defer { daemon.stop() }
         defer { client.close() }
         #expect(try await get() == .string("top"))
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "idle"]).output == "300\n")
     }
 
     /// Do Not Disturb for a while (DoNotDisturbUntil, todayd's own

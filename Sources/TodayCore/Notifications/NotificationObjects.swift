@@ -90,7 +90,7 @@ extension NotificationService {
                 C.doNotDisturbUntil.name: settings.doNotDisturbUntilValue,
                 C.doNotDisturbSchedule.name: .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)]),
                 C.appPolicies.name: settings.policiesValue,
-                C.bannerPosition.name: .string(settings.bannerPosition.rawValue),
+                C.bannerPosition.name: .string(settings.bannerPosition.rawValue), C.idleThreshold.name: .uint32(settings.idleThreshold),
             ],
             bindings: [
                 C.listNotifications.replying { _ in try late.get().listReply() },
@@ -191,6 +191,12 @@ extension NotificationService {
                         throw TodayError.invalidArgs("BannerPosition is a string: \(BannerPosition.choices)")
                     }
                     try late.get().changeSettings { $0.bannerPosition = position }
+                },
+                C.idleThreshold.name: { _, value in
+                    guard case .uint32(let seconds) = value else {
+                        throw TodayError.invalidArgs("IdleThreshold is a uint32 (u) of seconds; 0 for never")
+                    }
+                    try late.get().changeSettings { $0.idleThreshold = seconds }
                 },
                 C.doNotDisturbSchedule.name: { _, value in
                     let (from, to) = try NotificationSettings.schedule(value)

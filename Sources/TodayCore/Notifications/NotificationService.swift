@@ -800,7 +800,7 @@ final class NotificationService: Sendable {
             (C.doNotDisturbUntil.name, settings.doNotDisturbUntilValue),
             (C.doNotDisturbSchedule.name, .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)])),
             (C.appPolicies.name, settings.policiesValue),
-            (C.bannerPosition.name, .string(settings.bannerPosition.rawValue)),
+            (C.bannerPosition.name, .string(settings.bannerPosition.rawValue)), (C.idleThreshold.name, .uint32(settings.idleThreshold)),
         ])
     }
 

@@ -43,6 +43,11 @@ struct NotificationSettings: Equatable, Sendable {
     var notifyCommand: [String] = []
     /// Where the banners show (`BannerPosition`).
     var bannerPosition = BannerPosition.topRight
+    /// Seconds without input after which the banners hold expiry until
+    /// the user is back (`IdleThreshold`, dunst's `idle_threshold`); 0:
+    /// never.
+    var idleThreshold = Self.defaultIdleThreshold
+    static let defaultIdleThreshold: UInt32 = 120
     /// A notification the same as an open one of its app takes its place
     /// and counts it (`StackDuplicates`, dunst's `stack_duplicates`).
     var stackDuplicates = false
@@ -57,7 +62,7 @@ struct NotificationSettings: Equatable, Sendable {
     /// The keys read into the settings' own fields.
     static let readKeys: Set<String> = [
         "DoNotDisturb", "DoNotDisturbUntil", "DoNotDisturbFrom", "DoNotDisturbTo", "AppPolicies", "SoundCommand", "SoundTheme", "NotifyCommand",
-        "BannerPosition", "StackDuplicates",
+        "BannerPosition", "StackDuplicates", "IdleThreshold",
     ]
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
@@ -195,6 +200,7 @@ struct NotificationSettings: Equatable, Sendable {
         if !notifyCommand.isEmpty { plist["NotifyCommand"] = .array(notifyCommand.map(PlistValue.string)) }
         if bannerPosition != .topRight { plist["BannerPosition"] = .string(bannerPosition.rawValue) }
         if stackDuplicates { plist["StackDuplicates"] = .boolean(true) }
+        if idleThreshold != Self.defaultIdleThreshold { plist["IdleThreshold"] = .integer(Int64(idleThreshold)) }
         if let end = doNotDisturbEnd { plist["DoNotDisturbUntil"] = .date(end) }
         return plist
     }
@@ -242,6 +248,13 @@ struct NotificationSettings: Equatable, Sendable {
                 stackDuplicates = on
             } else {
                 problems.append("StackDuplicates must be true or false (<true/>); duplicates are not stacked")
+            }
+        }
+        if let written = plist["IdleThreshold"] {
+            if let seconds = written.int64.flatMap({ UInt32(exactly: $0) }) {
+                idleThreshold = seconds
+            } else {
+                problems.append("IdleThreshold must be a number of seconds (<integer>300</integer>; 0 for never); the banners hold after \(Self.defaultIdleThreshold)")
             }
         }
         if let written = plist["BannerPosition"] {
