@@ -62,11 +62,11 @@ let package = Package(
         .target(name: "TodayGtk", dependencies: ["CGtk", "Posix", "DBus", "TodayProtocol"]),
         .executableTarget(name: "today-view", dependencies: ["CGtk", "CSystem", "Posix", "TodayCore", "TodayGtk", "TodayProtocol", "DBus"]),
         // Apart from the view so that it never loads todayd's code or libxml2.
-        // Whether the user is away, from the display server (the banners only).
+        // What the banners ask the display server: whether the user is away, the outputs' names.
         .target(
-            name: "CIdle", dependencies: ["CGtk"],
+            name: "CDisplay", dependencies: ["CGtk"],
             linkerSettings: [.linkedLibrary("wayland-client"), .linkedLibrary("X11"), .linkedLibrary("Xext")]),
-        .executableTarget(name: "today-banners", dependencies: ["CGtk", "CIdle", "CSystem", "Posix", "TodayGtk", "TodayProtocol", "DBus"]),
+        .executableTarget(name: "today-banners", dependencies: ["CGtk", "CDisplay", "CSystem", "Posix", "TodayGtk", "TodayProtocol", "DBus"]),
         // The two tutorial apps and their widgets, built with TodayKit.
         .target(name: "AgostiniTechShared", path: "Examples/AgostiniTechShared"),
         .executableTarget(name: "agostini-tech", dependencies: ["TodayKit", "AgostiniTechShared"], path: "Examples/AgostiniTech"),

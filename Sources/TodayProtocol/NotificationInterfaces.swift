@@ -96,7 +96,7 @@ public enum Notifications {
         ],
         properties: [
             Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbUntil, Center.doNotDisturbSchedule, Center.appPolicies,
-            Center.bannerPosition, Center.idleThreshold,
+            Center.bannerPosition, Center.bannerOutput, Center.idleThreshold,
         ],
         signals: [Center.notificationsChanged],
         doc: "io.github.todayd.Today1.Notifications: the notification center, for the view, banners, bars and todayctl.")
@@ -153,6 +153,9 @@ public enum Notifications {
         public static let bannerPosition = Property(
             "BannerPosition", "s", access: .readwrite,
             doc: "Where the banners show: top-right (the default), top-left, top, bottom-right, bottom-left or bottom.")
+        public static let bannerOutput = Property(
+            "BannerOutput", "s", access: .readwrite,
+            doc: "The output the banners show on, by its name (DP-1, HDMI-A-1); \"\" (the default): the compositor's choice, the focused output on sway, the primary monitor under X11. One not connected is the default.")
         public static let idleThreshold = Property(
             "IdleThreshold", "u", access: .readwrite,
             doc: "Seconds without the user's input after which the banners hold expiry (HoldExpiry) until the user is back; 0: never. 120 unless set.")

@@ -1,5 +1,5 @@
 import CGtk
-import CIdle
+import CDisplay
 import CSystem
 import DBus
 import FoundationEssentials
@@ -12,10 +12,13 @@ import TodayProtocol
 /// notification that passes Do Not Disturb, the inhibitions and its app's
 /// policy to `Banners.Show`; the bus starts this program at the first. At
 /// most three show at once, newest on top, in one surface at the screen's
-/// top-right corner that never takes the keyboard by itself; the rest wait
-/// their turn. A banner goes when its notification closes or leaves the
+/// top-right corner (or where BannerPosition and BannerOutput say) that
+/// never takes the keyboard by itself; the rest wait their turn. While the
+/// pointer is on them, or the user is away (IdleThreshold), nothing
+/// expires. A banner goes when its notification closes or leaves the
 /// list, or when the user acts on it. With nothing shown for a minute the
-/// program ends (the next banner starts it again).
+/// program ends (the next banner starts it again); on Wayland not while
+/// the user is away.
 @MainActor
 final class Banners {
     static let most = 3
@@ -70,6 +73,9 @@ final class Banners {
     private var idleWatch: OpaquePointer?
     /// Where the banners show (todayd's BannerPosition), followed live.
     private var position = BannerPosition.topRight
+    /// The output they show on, by its name (todayd's BannerOutput);
+    /// empty: the compositor's choice.
+    private var output = ""
     /// Under X11, the primary monitor's work area, which the banners keep
     /// 12 pixels in from. GDK asks the X server for the work area at each
     /// look (three round trips), so it is looked up at start and whenever
@@ -151,16 +157,22 @@ final class Banners {
         append(window, list)
         makeSpare()
         followPointer(window)
+        followOutputs()
         connect(window, "destroy") { [self] in finished = true }
         serve()
         every(seconds: 5) { [self] in
-            if !stay, showing.isEmpty, queued.isEmpty, Date().timeIntervalSince(idleSince) >= Self.idleSeconds { finished = true }
+            // On Wayland it stays while the user is away: started again, its
+            // watch would count their absence from then, and the banners
+            // that come meanwhile would not wait.
+            let watching = away && idleWatch.map { today_idle_knows_the_past($0) == 0 } == true
+            if !stay, !watching, showing.isEmpty, queued.isEmpty, Date().timeIntervalSince(idleSince) >= Self.idleSeconds { finished = true }
             return !finished
         }
     }
 
     private func lookUpWorkArea() -> GdkRectangle? {
-        guard let display = gdk_display_get_default(), let monitor = gdk_display_get_primary_monitor(display) ?? gdk_display_get_monitor(display, 0)
+        guard let display = gdk_display_get_default(),
+            let monitor = outputsMonitor() ?? gdk_display_get_primary_monitor(display) ?? gdk_display_get_monitor(display, 0)
         else { return nil }
         var area = GdkRectangle()
         gdk_monitor_get_workarea(monitor, &area)
@@ -186,6 +198,70 @@ final class Banners {
         let x = position.atLeft ? area.x + 12 : position.atRight ? area.x + area.width - 12 - width : area.x + (area.width - width) / 2
         let y = position.atTop ? area.y + 12 : area.y + area.height - 12 - height
         return (x, y)
+    }
+
+    /// The monitor of the output named `output`; nil where that is empty
+    /// or no such output is connected.
+    private func outputsMonitor() -> OpaquePointer? {
+        guard !output.isEmpty, let display = gdk_display_get_default() else { return nil }
+        for index in 0..<gdk_display_get_n_monitors(display) {
+            guard let monitor = gdk_display_get_monitor(display, index), let name = today_monitor_name(monitor) else { continue }
+            defer { g_free(name) }
+            if String(cString: name) == output { return monitor }
+        }
+        return nil
+    }
+
+    /// Shows the banners on the output named `output`, or where the
+    /// compositor puts them where it is empty or not connected; at once
+    /// where they show.
+    private func placeOnOutput() {
+        guard let window else { return }
+        let monitor = outputsMonitor()
+        if describe, !output.isEmpty { FileDescriptor.standardOutput.writeAll("output: \(output)\(monitor == nil ? " (not connected)" : "")\n") }
+        if onLayerShell {
+            // Unmapped first: a layer surface's output is the one it was
+            // made on, and the surface is made again when it maps.
+            gtk_widget_hide(window)
+            gtk_layer_set_monitor(cast(window), monitor)
+        } else {
+            workArea = lookUpWorkArea()
+        }
+        if !showing.isEmpty { redraw() }
+    }
+
+    /// Follows the outputs as they come and go: the banners' output may
+    /// have been connected, or gone.
+    private func followOutputs() {
+        guard let display = gdk_display_get_default() else { return }
+        typealias Handler = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void
+        let changed: Handler = { _, _, data in
+            guard let data else { return }
+            let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
+            MainActor.assumeIsolated { if !banners.output.isEmpty { banners.placeOnOutput() } }
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for signal in ["monitor-added", "monitor-removed"] {
+            g_signal_connect_data(UnsafeMutableRawPointer(display), signal, unsafeBitCast(changed, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
+        }
+    }
+
+    /// Does what a setting todayd says (at start, and at each change) asks.
+    private func follow(setting name: String, _ value: Value) {
+        typealias C = Notifications.Center
+        switch name {
+        case C.bannerPosition.name:
+            if let position = value.string.flatMap(BannerPosition.init(rawValue:)) { move(to: position) }
+        case C.bannerOutput.name:
+            if let name = value.string, name != output {
+                output = name
+                placeOnOutput()
+            }
+        case C.idleThreshold.name:
+            if let seconds = value.int64.flatMap({ UInt32(exactly: $0) }) { watchIdle(seconds) }
+        default:
+            break
+        }
     }
 
     /// Moves the banners to `position` (BannerPosition changed).
@@ -221,21 +297,14 @@ final class Banners {
         holdOrLetGo()
     }
 
-    /// Reads BannerPosition and IdleThreshold, and follows them whenever
-    /// todayd says they changed. Awaited before the banners' name is
-    /// taken, so that the first banner (whose Show the bus holds until
-    /// then) shows in place.
-    private nonisolated static func followSettings(
-        on connection: Connection, _ move: @escaping @Sendable (BannerPosition) -> Void, idle: @escaping @Sendable (UInt32) -> Void
-    ) async {
-        let name = Notifications.Center.bannerPosition.name
-        let idleName = Notifications.Center.idleThreshold.name
-        let apply: @Sendable (Value?) -> Void = { value in
-            if let position = value?.string.flatMap(BannerPosition.init(rawValue:)) { move(position) }
-        }
-        let applyIdle: @Sendable (Value?) -> Void = { value in
-            if let seconds = value?.int64.flatMap({ UInt32(exactly: $0) }) { idle(seconds) }
-        }
+    /// Reads the settings the banners follow (BannerPosition,
+    /// BannerOutput, IdleThreshold), handing each to `apply` by its name,
+    /// and follows them whenever todayd says they changed. Awaited before
+    /// the banners' name is taken, so that the first banner (whose Show the
+    /// bus holds until then) shows in place.
+    private nonisolated static func followSettings(on connection: Connection, _ apply: @escaping @Sendable (String, Value) -> Void) async {
+        typealias C = Notifications.Center
+        let names = [C.bannerPosition.name, C.bannerOutput.name, C.idleThreshold.name]
         // The bus is asked for todayd's signals; they are matched here
         // without the sender, which they carry as a unique name.
         let rule = MatchRule(interface: .properties, member: .propertiesChanged, arg0: Notifications.today.name.rawValue)
@@ -244,14 +313,13 @@ final class Banners {
         _ = try? await connection.subscribe(bus) { _ in }
         _ = try? await connection.subscribe(rule, addToBus: false) { message in
             guard let changed = message.body.count > 1 ? message.body[1].stringDictionary : nil else { return }
-            if let value = changed[name] { apply(value) }
-            if let value = changed[idleName] { applyIdle(value) }
+            for name in names { if let value = changed[name] { apply(name, value.unwrapped) } }
         }
-        for (property, follow) in [(name, apply), (idleName, applyIdle)] {
+        for name in names {
             let reply = try? await connection.call(
                 Today.busName, path: Today.managerPath, interface: .properties, member: .get,
-                [.string(Notifications.today.name.rawValue), .string(property)])
-            follow(reply?.body.first)
+                [.string(Notifications.today.name.rawValue), .string(name)])
+            if let value = reply?.body.first { apply(name, value.unwrapped) }
         }
     }
 
@@ -349,9 +417,9 @@ final class Banners {
             }
             _ = try? await connection.subscribe(
                 MatchRule(sender: "org.freedesktop.DBus", interface: .bus, member: .nameOwnerChanged, arg0: Today.busName.rawValue), handler: heard)
-            await Self.followSettings(
-                on: connection, { [self] position in onMainLoop { [self] in MainActor.assumeIsolated { move(to: position) } } },
-                idle: { [self] seconds in onMainLoop { [self] in MainActor.assumeIsolated { watchIdle(seconds) } } })
+            await Self.followSettings(on: connection) { [self] name, value in
+                onMainLoop { [self] in MainActor.assumeIsolated { follow(setting: name, value) } }
+            }
             let reply = try? await connection.requestName(Notifications.bannersName, flags: [.doNotQueue])
             onMainLoop { [self] in
                 MainActor.assumeIsolated {

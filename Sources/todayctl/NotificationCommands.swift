@@ -284,6 +284,16 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
             let position = try await center.property(C.bannerPosition)?.string ?? BannerPosition.topRight.rawValue
             if json { Out.json(.dictionary(["position": .string(position)])) } else { Out.line(position) }
         }
+    case "output":
+        // Which output the banners show on: printed, or set.
+        try expect(0...1)
+        typealias C = Notifications.Center
+        if let name = operands.first {
+            try await center.set(C.bannerOutput, .string(name == "default" ? "" : name))
+        } else {
+            let name = try await center.property(C.bannerOutput)?.string ?? ""
+            if json { Out.json(.dictionary(["output": .string(name)])) } else { Out.line(name.isEmpty ? "default" : name) }
+        }
     case "idle":
         // After how long without input the banners stay: printed, or set.
         try expect(0...1)
@@ -301,7 +311,7 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
         try expect(0...0)
         try await watchNotifications(client, json: json)
     default:
-        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position, idle or watch, not '\(verb)'")
+        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position, output, idle or watch, not '\(verb)'")
     }
 }
 

@@ -242,6 +242,46 @@ import TodayProtocol
         #expect(Self.lines(out).filter { $0 == "expiry: held" }.count == 1, "\(Self.lines(out))")
     }
 
+    /// The banners show on the output the user names (BannerOutput, as
+    /// mako's `output` and dunst's `monitor`): where the compositor puts
+    /// them while it is not connected, on it once it is (a monitor plugged
+    /// in), and where the compositor puts them again for the default.
+    /// Seen in grim's shots of a headless sway's two outputs.
+    @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
+    func underSwayTheBannersShowOnTheUsersOutput() async throws {
+        let sway = try await HeadlessSway()
+        defer { sway.stop() }
+        let (todayd, out) = try await Self.underSway(sway, "banners-output")
+        defer { todayd.remove() }
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "output"]).output == "default\n")
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "output", "HEADLESS-2"]).status == 0)
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "output"]).output == "HEADLESS-2\n")
+        let mail = try await Self.notify(address, ["Film night", "Popcorn is ready", "--app", "Mail"])
+        #expect(try await eventually(20) { Self.lines(out).contains("banners: \(mail) queued: ") }, "\(Self.lines(out))")
+        #expect(Self.lines(out).contains("output: HEADLESS-2 (not connected)"), "\(Self.lines(out))")
+        func covered(_ columns: Range<Int>) async throws -> Double {
+            1 - (try await sway.share(of: HeadlessSway.background, columns: columns, rows: 0..<600))
+        }
+        #expect(try await eventually(10) { try await covered(400..<800) > 0.02 }, "not on the first output")
+
+        try await sway.addOutput()
+        var seen: [Double] = []
+        #expect(try await eventually(10) {
+            seen = [try await covered(0..<800), try await covered(800..<1600)]
+            return seen[0] == 0 && seen[1] > 0.02
+        }, "\(seen), \(Self.lines(out))")
+
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "output", "default"]).status == 0)
+        #expect(try await eventually(10) {
+            seen = [try await covered(0..<800), try await covered(800..<1600)]
+            return (seen[0] > 0.02) != (seen[1] > 0.02)
+        }, "on one output: \(seen)")
+    }
+
     /// While the user is away (no input for IdleThreshold seconds, as
     /// dunst's idle_threshold), the banners hold expiry: what shows waits
     /// for their return, and goes three seconds after it. Under X11 from
@@ -374,6 +414,12 @@ import TodayProtocol
         #expect(try await eventually(20) { placed().map { $0.x == 632 && $0.y > 500 && $0.y < 768 - 12 - 40 } ?? false }, "\(Self.lines(out))")
         #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "position", "top"]).status == 0)
         #expect(try await eventually(10) { placed().map { $0.x == (1024 - $0.width) / 2 && $0.y == 12 } ?? false }, "\(Self.lines(out))")
+        // An output by its RandR name (Xvfb's one is "screen"), and one not connected.
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "output", "screen"]).status == 0)
+        #expect(try await eventually(10) { Self.lines(out).contains("output: screen") }, "\(Self.lines(out))")
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "output", "HDMI-9"]).status == 0)
+        #expect(try await eventually(10) { Self.lines(out).contains("output: HDMI-9 (not connected)") }, "\(Self.lines(out))")
+        #expect(placed().map { $0.x == (1024 - $0.width) / 2 && $0.y == 12 } ?? false, "\(Self.lines(out))")
     }
 
     /// Where the banners show is the user's (BannerPosition): at the

@@ -455,6 +455,14 @@ import TodayProtocol
         #expect(wrong.bannerPosition == .topRight)
         #expect(problems == ["BannerPosition must be top-right, top-left, top, bottom-right, bottom-left or bottom; the banners show at the top-right"])
         #expect(BannerPosition.bottomLeft.atLeft && !BannerPosition.bottomLeft.atTop && !BannerPosition.top.atLeft && !BannerPosition.top.atRight)
+        // BannerOutput: written where set; a name with a control character is none.
+        var output = NotificationSettings()
+        output.bannerOutput = "HDMI-A-1"
+        #expect(output.plist["BannerOutput"] == .string("HDMI-A-1") && NotificationSettings().plist["BannerOutput"] == nil)
+        problems = []
+        #expect(NotificationSettings(plist: output.plist, problems: &problems) == output && problems.isEmpty)
+        #expect(NotificationSettings(plist: ["BannerOutput": .string("DP-1\n")], problems: &problems).bannerOutput == "")
+        #expect(problems == ["BannerOutput must be an output's name, such as DP-1 (swaymsg -t get_outputs, xrandr); the banners show where the compositor puts them"])
     }
 
     /// IdleThreshold, dunst's idle_threshold: 120 s unless set, written

@@ -300,6 +300,11 @@ final class RestartableTodayd {
         let idle = try await run(["busctl", "set-property"] + object + ["IdleThreshold", "s", "300"])
         #expect(idle.status != 0 && idle.error.contains("property 'IdleThreshold' has type 'u', not 's'"), "\(idle.error)")
         #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "idle", "5m"]).status == 0)
+        // Which output they show on (BannerOutput), the same way.
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "output", "DP-2"]).status == 0)
+        #expect(try Plist.read(contentsOf: file)["BannerOutput"] == .string("DP-2"))
+        let control = try await run(["busctl", "set-property"] + object + ["BannerOutput", "s", "DP\u{1}"])
+        #expect(control.status != 0 && control.error.contains("BannerOutput is an output's name"), "\(control.error)")
 
         client.close()
         _ = daemon.stop(keepHome: true)
@@ -308,6 +313,7 @@ final class RestartableTodayd {
         defer { client.close() }
         #expect(try await get() == .string("top"))
         #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "idle"]).output == "300\n")
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "output"]).output == "DP-2\n")
     }
 
     /// Do Not Disturb for a while (DoNotDisturbUntil, todayd's own

@@ -90,7 +90,8 @@ extension NotificationService {
                 C.doNotDisturbUntil.name: settings.doNotDisturbUntilValue,
                 C.doNotDisturbSchedule.name: .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)]),
                 C.appPolicies.name: settings.policiesValue,
-                C.bannerPosition.name: .string(settings.bannerPosition.rawValue), C.idleThreshold.name: .uint32(settings.idleThreshold),
+                C.bannerPosition.name: .string(settings.bannerPosition.rawValue), C.bannerOutput.name: .string(settings.bannerOutput),
+                C.idleThreshold.name: .uint32(settings.idleThreshold),
             ],
             bindings: [
                 C.listNotifications.replying { _ in try late.get().listReply() },
@@ -191,6 +192,12 @@ extension NotificationService {
                         throw TodayError.invalidArgs("BannerPosition is a string: \(BannerPosition.choices)")
                     }
                     try late.get().changeSettings { $0.bannerPosition = position }
+                },
+                C.bannerOutput.name: { _, value in
+                    guard case .string(let name) = value, NotificationSettings.isOutputName(name) else {
+                        throw TodayError.invalidArgs("BannerOutput is an output's name, such as DP-1 (swaymsg -t get_outputs, xrandr), or \"\" for the compositor's choice")
+                    }
+                    try late.get().changeSettings { $0.bannerOutput = name }
                 },
                 C.idleThreshold.name: { _, value in
                     guard case .uint32(let seconds) = value else {

@@ -800,7 +800,8 @@ final class NotificationService: Sendable {
             (C.doNotDisturbUntil.name, settings.doNotDisturbUntilValue),
             (C.doNotDisturbSchedule.name, .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)])),
             (C.appPolicies.name, settings.policiesValue),
-            (C.bannerPosition.name, .string(settings.bannerPosition.rawValue)), (C.idleThreshold.name, .uint32(settings.idleThreshold)),
+            (C.bannerPosition.name, .string(settings.bannerPosition.rawValue)), (C.bannerOutput.name, .string(settings.bannerOutput)),
+            (C.idleThreshold.name, .uint32(settings.idleThreshold)),
         ])
     }
 

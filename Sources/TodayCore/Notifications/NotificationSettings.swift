@@ -43,6 +43,9 @@ struct NotificationSettings: Equatable, Sendable {
     var notifyCommand: [String] = []
     /// Where the banners show (`BannerPosition`).
     var bannerPosition = BannerPosition.topRight
+    /// The output the banners show on, by its name (`BannerOutput`); empty:
+    /// the compositor's choice.
+    var bannerOutput = ""
     /// Seconds without input after which the banners hold expiry until
     /// the user is back (`IdleThreshold`, dunst's `idle_threshold`); 0:
     /// never.
@@ -62,12 +65,18 @@ struct NotificationSettings: Equatable, Sendable {
     /// The keys read into the settings' own fields.
     static let readKeys: Set<String> = [
         "DoNotDisturb", "DoNotDisturbUntil", "DoNotDisturbFrom", "DoNotDisturbTo", "AppPolicies", "SoundCommand", "SoundTheme", "NotifyCommand",
-        "BannerPosition", "StackDuplicates", "IdleThreshold",
+        "BannerPosition", "BannerOutput", "StackDuplicates", "IdleThreshold",
     ]
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
     func policy(for appID: String) -> Policy {
         policies[appID] ?? policies[""] ?? Policy()
+    }
+
+    /// Whether `name` can be an output's name: at most 255 bytes, no
+    /// control characters (empty: none).
+    static func isOutputName(_ name: String) -> Bool {
+        name.utf8.count < 256 && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// Minutes since midnight of `text` (`HH:MM`), or nil.
@@ -200,6 +209,7 @@ struct NotificationSettings: Equatable, Sendable {
         if !notifyCommand.isEmpty { plist["NotifyCommand"] = .array(notifyCommand.map(PlistValue.string)) }
         if bannerPosition != .topRight { plist["BannerPosition"] = .string(bannerPosition.rawValue) }
         if stackDuplicates { plist["StackDuplicates"] = .boolean(true) }
+        if !bannerOutput.isEmpty { plist["BannerOutput"] = .string(bannerOutput) }
         if idleThreshold != Self.defaultIdleThreshold { plist["IdleThreshold"] = .integer(Int64(idleThreshold)) }
         if let end = doNotDisturbEnd { plist["DoNotDisturbUntil"] = .date(end) }
         return plist
@@ -248,6 +258,13 @@ struct NotificationSettings: Equatable, Sendable {
                 stackDuplicates = on
             } else {
                 problems.append("StackDuplicates must be true or false (<true/>); duplicates are not stacked")
+            }
+        }
+        if let written = plist["BannerOutput"] {
+            if let name = written.string, Self.isOutputName(name) {
+                bannerOutput = name
+            } else {
+                problems.append("BannerOutput must be an output's name, such as DP-1 (swaymsg -t get_outputs, xrandr); the banners show where the compositor puts them")
             }
         }
         if let written = plist["IdleThreshold"] {

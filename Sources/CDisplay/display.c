@@ -1,4 +1,4 @@
-#include "cidle.h"
+#include "cdisplay.h"
 
 #include <gdk/gdk.h>
 #include <gdk/gdkwayland.h>
@@ -145,6 +145,9 @@ static int watch_x11(today_idle *watch, GdkDisplay *display, unsigned seconds) {
     watch->threshold_ms = (gint64)seconds * 1000;
     watch->source = "x11-sync";
     watch->poll = g_timeout_add_seconds(1, look, watch);
+    /* The counter says how long the user has been away already: a banner
+     * that starts the program while they are away waits from the first. */
+    look(watch);
     return 1;
 }
 
@@ -182,3 +185,100 @@ void today_idle_stop(today_idle *watch) {
 }
 
 const char *today_idle_source(const today_idle *watch) { return watch ? watch->source : ""; }
+
+/* xdg-output (wayland-protocols' unstable/xdg-output, version 2 for the
+ * name): only what the name's lookup calls and hears. */
+extern const struct wl_interface zxdg_output_v1_interface;
+static const struct wl_interface *xdg_get_types[] = {&zxdg_output_v1_interface, &wl_output_interface};
+static const struct wl_message xdg_manager_requests[] = {{"destroy", "", no_types}, {"get_xdg_output", "no", xdg_get_types}};
+const struct wl_interface zxdg_output_manager_v1_interface = {"zxdg_output_manager_v1", 2, 2, xdg_manager_requests, 0, NULL};
+static const struct wl_message xdg_output_requests[] = {{"destroy", "", no_types}};
+static const struct wl_message xdg_output_events[] = {
+    {"logical_position", "ii", no_types}, {"logical_size", "ii", no_types}, {"done", "", no_types}, {"name", "2s", no_types}, {"description", "2s", no_types}};
+const struct wl_interface zxdg_output_v1_interface = {"zxdg_output_v1", 2, 1, xdg_output_requests, 5, xdg_output_events};
+
+static void xdg_ignore_pair(void *data, struct wl_proxy *proxy, int32_t a, int32_t b) {
+    (void)data;
+    (void)proxy;
+    (void)a;
+    (void)b;
+}
+static void xdg_ignore(void *data, struct wl_proxy *proxy) {
+    (void)data;
+    (void)proxy;
+}
+static void xdg_name(void *data, struct wl_proxy *proxy, const char *name) {
+    (void)proxy;
+    char **found = data;
+    if (!*found && name) *found = g_strdup(name);
+}
+static void xdg_ignore_text(void *data, struct wl_proxy *proxy, const char *text) {
+    (void)data;
+    (void)proxy;
+    (void)text;
+}
+static const struct {
+    void (*logical_position)(void *, struct wl_proxy *, int32_t, int32_t);
+    void (*logical_size)(void *, struct wl_proxy *, int32_t, int32_t);
+    void (*done)(void *, struct wl_proxy *);
+    void (*name)(void *, struct wl_proxy *, const char *);
+    void (*description)(void *, struct wl_proxy *, const char *);
+} xdg_output_listener = {xdg_ignore_pair, xdg_ignore_pair, xdg_ignore, xdg_name, xdg_ignore_text};
+
+struct xdg_global {
+    uint32_t name, version;
+};
+static void on_xdg_global(void *data, struct wl_registry *registry, uint32_t name, const char *interface, uint32_t version) {
+    (void)registry;
+    struct xdg_global *found = data;
+    if (strcmp(interface, zxdg_output_manager_v1_interface.name) == 0) {
+        found->name = name;
+        found->version = version;
+    }
+}
+static const struct wl_registry_listener xdg_registry_listener = {on_xdg_global, on_global_remove};
+
+static char *wayland_monitor_name(GdkDisplay *display, GdkMonitor *monitor) {
+    struct wl_display *wayland = gdk_wayland_display_get_wl_display(display);
+    struct wl_output *output = gdk_wayland_monitor_get_wl_output(monitor);
+    if (!wayland || !output) return NULL;
+    /* Everything on a queue of the lookup's own: two round trips that
+     * dispatch nothing of GDK's. */
+    struct wl_event_queue *queue = wl_display_create_queue(wayland);
+    if (!queue) return NULL;
+    struct wl_proxy *wrapped = wl_proxy_create_wrapper(output);
+    wl_proxy_set_queue(wrapped, queue);
+    struct xdg_global found = {0, 0};
+    struct wl_registry *registry = wl_display_get_registry(wayland);
+    wl_proxy_set_queue((struct wl_proxy *)registry, queue);
+    wl_registry_add_listener(registry, &xdg_registry_listener, &found);
+    wl_display_roundtrip_queue(wayland, queue);
+    char *name = NULL;
+    if (found.name && found.version >= 2) {
+        struct wl_proxy *manager = wl_registry_bind(registry, found.name, &zxdg_output_manager_v1_interface, 2);
+        struct wl_proxy *xdg = wl_proxy_marshal_constructor(manager, 1, &zxdg_output_v1_interface, NULL, wrapped);
+        if (xdg) {
+            wl_proxy_add_listener(xdg, (void (**)(void))&xdg_output_listener, &name);
+            wl_display_roundtrip_queue(wayland, queue);
+            wl_proxy_marshal(xdg, 0);
+            wl_proxy_destroy(xdg);
+        }
+        wl_proxy_marshal(manager, 0);
+        wl_proxy_destroy(manager);
+    }
+    wl_registry_destroy(registry);
+    wl_proxy_wrapper_destroy(wrapped);
+    wl_display_flush(wayland);
+    wl_event_queue_destroy(queue);
+    return name;
+}
+
+char *today_monitor_name(GdkMonitor *monitor) {
+    if (!monitor) return NULL;
+    GdkDisplay *display = gdk_monitor_get_display(monitor);
+    if (GDK_IS_WAYLAND_DISPLAY(display)) return wayland_monitor_name(display, monitor);
+    const char *model = gdk_monitor_get_model(monitor);
+    return model ? g_strdup(model) : NULL;
+}
+
+int today_idle_knows_the_past(const today_idle *watch) { return watch && watch->x != NULL; }
