@@ -20,6 +20,28 @@ import TodayProtocol
             to: todayd.services.appendingPathComponent("\(Notifications.bannersName.rawValue).service"), atomically: true, encoding: .utf8)
     }
 
+    /// A todayd whose bus starts the banners on the X display `screen`,
+    /// saying what they show (`--describe`) in the file returned.
+    static func onDisplay(_ screen: OwnDisplay, _ name: String) async throws -> (todayd: RestartableTodayd, out: URL) {
+        let todayd = try await RestartableTodayd(name, activating: true)
+        let out = todayd.home.appendingPathComponent("banners.out")
+        let launcher = todayd.home.appendingPathComponent("banners")
+        try """
+            #!/bin/sh
+            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
+            """.write(to: launcher, atomically: true, encoding: .utf8)
+        try install(launcher, for: todayd)
+        return (todayd, out)
+    }
+
+    /// Whether notification `id` is open, as todayd says; nil where it is
+    /// not in the list.
+    static func isOpen(_ client: Connection, _ id: String) async throws -> Bool? {
+        let reply = try await client.call(
+            Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.getNotification, UInt32(id) ?? 0)
+        return reply.body.first?.stringDictionary?["open"]?.bool
+    }
+
     /// A todayd whose bus starts the banners under `sway`, saying what
     /// they show (`--describe`) in the file returned.
     static func underSway(_ sway: HeadlessSway, _ name: String) async throws -> (todayd: RestartableTodayd, out: URL) {
@@ -165,10 +187,6 @@ import TodayProtocol
         #expect(png.count > 1000 && png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
     }
 
-    /// Under a layer-shell compositor (sway) the banners are over other
-    /// windows but under a fullscreen one (a film, a game), as GNOME Shell
-    /// keeps them, unless one is critical: seen in grim's shots of the
-    /// banners' corner over a red fullscreen window.
     /// A banner under the pointer stays, as GNOME Shell keeps one: the
     /// banners hold expiry while the pointer is on them (HoldExpiry), and
     /// once it leaves, a notification whose time came meanwhile closes
@@ -178,15 +196,8 @@ import TodayProtocol
     func aBannerUnderThePointerStays() async throws {
         let screen = try await OwnDisplay()
         defer { screen.stop() }
-        let todayd = try await RestartableTodayd("banners-hover", activating: true)
+        let (todayd, out) = try await Self.onDisplay(screen, "banners-hover")
         defer { todayd.remove() }
-        let out = todayd.home.appendingPathComponent("banners.out")
-        let launcher = todayd.home.appendingPathComponent("banners")
-        try """
-            #!/bin/sh
-            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
-            """.write(to: launcher, atomically: true, encoding: .utf8)
-        try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
         defer { client.close() }
@@ -203,11 +214,7 @@ import TodayProtocol
             let moved = try await run(["env", "DISPLAY=\(screen.name)", "/usr/bin/python3", "-c", script, "\(x)", "\(y)"])
             #expect(moved.status == 0, "\(moved)")
         }
-        func isOpen(_ id: String) async throws -> Bool? {
-            let reply = try await client.call(
-                Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.getNotification, UInt32(id) ?? 0)
-            return reply.body.first?.stringDictionary?["open"]?.bool
-        }
+        func isOpen(_ id: String) async throws -> Bool? { try await Self.isOpen(client, id) }
         try await pointer(to: 5, 700)
         let sent = try await NotificationCommandTests.todayctl(address, ["notify", "Long read", "A body worth reading", "--app", "Mail", "--timeout", "2000"])
         let id = sent.output.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -291,24 +298,13 @@ import TodayProtocol
     func whileTheUserIsAwayTheBannersWait() async throws {
         let screen = try await OwnDisplay()
         defer { screen.stop() }
-        let todayd = try await RestartableTodayd("banners-away", activating: true)
+        let (todayd, out) = try await Self.onDisplay(screen, "banners-away")
         defer { todayd.remove() }
-        let out = todayd.home.appendingPathComponent("banners.out")
-        let launcher = todayd.home.appendingPathComponent("banners")
-        try """
-            #!/bin/sh
-            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
-            """.write(to: launcher, atomically: true, encoding: .utf8)
-        try Self.install(launcher, for: todayd)
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
         defer { client.close() }
         let address = todayd.bus.address
-        func isOpen(_ id: String) async throws -> Bool? {
-            let reply = try await client.call(
-                Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.getNotification, UInt32(id) ?? 0)
-            return reply.body.first?.stringDictionary?["open"]?.bool
-        }
+        func isOpen(_ id: String) async throws -> Bool? { try await Self.isOpen(client, id) }
         #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle"]).output == "120\n")
         #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle", "2"]).status == 0)
         #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "idle"]).output == "2\n")
@@ -388,17 +384,10 @@ import TodayProtocol
     /// a 1024×768 screen, then from the middle of the top edge.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
     func underX11TheBannersArePlacedWhereTheUserSays() async throws {
-        let todayd = try await RestartableTodayd("banners-x11-position", activating: true)
-        defer { todayd.remove() }
-        let out = todayd.home.appendingPathComponent("banners.out")
         let screen = try await OwnDisplay()
         defer { screen.stop() }
-        let launcher = todayd.home.appendingPathComponent("banners")
-        try """
-            #!/bin/sh
-            exec env DISPLAY=\(screen.name) NO_AT_BRIDGE=1 XDG_DATA_DIRS=/usr/local/share:/usr/share \(Self.banners) --describe > \(out.path) 2>&1
-            """.write(to: launcher, atomically: true, encoding: .utf8)
-        try Self.install(launcher, for: todayd)
+        let (todayd, out) = try await Self.onDisplay(screen, "banners-x11-position")
+        defer { todayd.remove() }
         let (daemon, client) = try await todayd.start()
         defer { daemon.stop() }
         defer { client.close() }
@@ -456,6 +445,10 @@ import TodayProtocol
         #expect(try await shows(bottomLeft: false, topMiddle: true), "bottom-left, top middle, right: \(seen)")
     }
 
+    /// Under a layer-shell compositor (sway) the banners are over other
+    /// windows but under a fullscreen one (a film, a game), as GNOME Shell
+    /// keeps them, unless one is critical: seen in grim's shots of the
+    /// banners' corner over a red fullscreen window.
     @Test(.enabled(if: HeadlessSway.available, "needs sway, grim and setpriv (apt-get install sway grim util-linux)"))
     func underSwayAFullscreenWindowHidesAllButCriticalBanners() async throws {
         let sway = try await HeadlessSway()
