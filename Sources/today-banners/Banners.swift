@@ -76,6 +76,11 @@ final class Banners {
     /// The output they show on, by its name (todayd's BannerOutput);
     /// empty: the compositor's choice.
     private var output = ""
+    /// The compositor closed the banners' surface (its output was switched
+    /// off, or went): until the outputs or the setting change, they show
+    /// where the compositor puts them, and not again at once where it
+    /// closes them again within a couple of seconds.
+    private var closedOn: (output: String, at: Date)?
     /// Under X11, the primary monitor's work area, which the banners keep
     /// 12 pixels in from. GDK asks the X server for the work area at each
     /// look (three round trips), so it is looked up at start and whenever
@@ -157,7 +162,7 @@ final class Banners {
         append(window, list)
         makeSpare()
         followPointer(window)
-        followOutputs()
+        followOutputs(window)
         connect(window, "destroy") { [self] in finished = true }
         serve()
         every(seconds: 5) { [self] in
@@ -203,7 +208,7 @@ final class Banners {
     /// The monitor of the output named `output`; nil where that is empty
     /// or no such output is connected.
     private func outputsMonitor() -> OpaquePointer? {
-        guard !output.isEmpty, let display = gdk_display_get_default() else { return nil }
+        guard !output.isEmpty, closedOn?.output != output, let display = gdk_display_get_default() else { return nil }
         for index in 0..<gdk_display_get_n_monitors(display) {
             guard let monitor = gdk_display_get_monitor(display, index), let name = today_monitor_name(monitor) else { continue }
             defer { g_free(name) }
@@ -218,7 +223,10 @@ final class Banners {
     private func placeOnOutput() {
         guard let window else { return }
         let monitor = outputsMonitor()
-        if describe, !output.isEmpty { FileDescriptor.standardOutput.writeAll("output: \(output)\(monitor == nil ? " (not connected)" : "")\n") }
+        if describe, !output.isEmpty {
+            let state = monitor != nil ? "" : closedOn?.output == output ? " (closed by the compositor)" : " (not connected)"
+            FileDescriptor.standardOutput.writeAll("output: \(output)\(state)\n")
+        }
         if onLayerShell {
             // Unmapped first: a layer surface's output is the one it was
             // made on, and the surface is made again when it maps.
@@ -231,19 +239,50 @@ final class Banners {
     }
 
     /// Follows the outputs as they come and go: the banners' output may
-    /// have been connected, or gone.
-    private func followOutputs() {
+    /// have been connected, or gone (with the banners on it). On
+    /// layer-shell the compositor closes the surface of an output that
+    /// goes, which GTK takes for a request to close the window: the window
+    /// stays, and shows again where the compositor puts it.
+    private func followOutputs(_ window: Widget) {
         guard let display = gdk_display_get_default() else { return }
         typealias Handler = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void
         let changed: Handler = { _, _, data in
             guard let data else { return }
             let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
-            MainActor.assumeIsolated { if !banners.output.isEmpty { banners.placeOnOutput() } }
+            MainActor.assumeIsolated {
+                banners.closedOn = nil
+                banners.placeOnOutput()
+            }
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
         for signal in ["monitor-added", "monitor-removed"] {
             g_signal_connect_data(UnsafeMutableRawPointer(display), signal, unsafeBitCast(changed, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
         }
+        typealias Closing = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> gboolean
+        let closing: Closing = { _, _, data in
+            guard let data else { return 1 }
+            let banners = Unmanaged<Banners>.fromOpaque(data).takeUnretainedValue()
+            MainActor.assumeIsolated { banners.closedByTheCompositor() }
+            return 1
+        }
+        if onLayerShell {
+            g_signal_connect_data(raw(window), "delete-event", unsafeBitCast(closing, to: GCallback.self), me, nil, GConnectFlags(rawValue: 0))
+        }
+    }
+
+    /// The compositor closed the banners' surface: hidden, and shown again
+    /// on the next turn where the compositor puts them, unless it closed
+    /// them there too a moment ago (no output to show on: the next banner
+    /// or a change of the outputs tries again).
+    private func closedByTheCompositor() {
+        guard let window else { return }
+        gtk_widget_hide(window)
+        let now = Date()
+        let again = closedOn.map { now.timeIntervalSince($0.at) < 2 } ?? false
+        closedOn = (output, now)
+        if describe { FileDescriptor.standardOutput.writeAll("closed by the compositor\n") }
+        guard !again else { return }
+        onMainLoop { [self] in MainActor.assumeIsolated { placeOnOutput() } }
     }
 
     /// Does what a setting todayd says (at start, and at each change) asks.
@@ -255,6 +294,7 @@ final class Banners {
         case C.bannerOutput.name:
             if let name = value.string, name != output {
                 output = name
+                closedOn = nil
                 placeOnOutput()
             }
         case C.idleThreshold.name:

@@ -294,6 +294,19 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
             let name = try await center.property(C.bannerOutput)?.string ?? ""
             if json { Out.json(.dictionary(["output": .string(name)])) } else { Out.line(name.isEmpty ? "default" : name) }
         }
+    case "limit":
+        // How many the list keeps: printed, or set.
+        try expect(0...1)
+        typealias C = Notifications.Center
+        if let text = operands.first {
+            guard let limit = UInt32(text), (1...10_000).contains(limit) else {
+                throw Failure.usage("'\(text)' is not how many the list keeps: write a number from 1 to 10000")
+            }
+            try await center.set(C.listLimit, .uint32(limit))
+        } else {
+            let limit = try await center.property(C.listLimit)?.uint64 ?? 0
+            if json { Out.json(.dictionary(["limit": .unsigned(limit)])) } else { Out.line("\(limit)") }
+        }
     case "idle":
         // After how long without input the banners stay: printed, or set.
         try expect(0...1)
@@ -311,7 +324,7 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
         try expect(0...0)
         try await watchNotifications(client, json: json)
     default:
-        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position, output, idle or watch, not '\(verb)'")
+        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position, output, idle, limit or watch, not '\(verb)'")
     }
 }
 

@@ -290,8 +290,6 @@ public final class HeadlessSway: Sendable {
     /// right of the first, so that the whole screen grim shoots is
     /// 1600×600. As a monitor plugged in while the session runs.
     public func addOutput() async throws {
-        let socket = try FileManager.default.contentsOfDirectory(atPath: runtime).first { $0.hasPrefix("sway-ipc.") }
-        guard let socket else { throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "sway has no IPC socket in \(runtime)"]) }
         let (r, g, b) = Self.background
         let colour = String(format: "#%02x%02x%02x", r, g, b)
         // Both placed: sway moves an output out of the way of another's.
@@ -299,10 +297,17 @@ public final class HeadlessSway: Sendable {
             ["create_output"], ["output", "HEADLESS-2", "mode", "800x600", "position", "800", "0", "bg", colour, "solid_color"],
             ["output", "HEADLESS-1", "position", "0", "0"],
         ] {
-            let done = try await run(["SWAYSOCK=\(runtime)/\(socket)", "swaymsg"] + command)
-            guard done.status == 0 else {
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "swaymsg \(command.joined(separator: " ")): \(done.error)"])
-            }
+            try await message(command)
+        }
+    }
+
+    /// Sends sway `command` through swaymsg.
+    public func message(_ command: [String]) async throws {
+        let socket = try FileManager.default.contentsOfDirectory(atPath: runtime).first { $0.hasPrefix("sway-ipc.") }
+        guard let socket else { throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "sway has no IPC socket in \(runtime)"]) }
+        let done = try await run(["SWAYSOCK=\(runtime)/\(socket)", "swaymsg"] + command)
+        guard done.status == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "swaymsg \(command.joined(separator: " ")): \(done.error) \(done.output)"])
         }
     }
 

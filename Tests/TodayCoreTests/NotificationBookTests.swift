@@ -227,6 +227,36 @@ import TodayProtocol
         try flood.admit("spam", at: Self.start.addingTimeInterval(1))
     }
 
+    /// The user's ListLimit (dunst's history_length, mako's max-history):
+    /// lowered, the oldest leave at once, NotificationClosed 4 for those
+    /// still open; at start, those past it leave too (lowered in the file
+    /// while todayd was down).
+    @Test func aLowerListLimitTakesTheOldestOut() throws {
+        var book = NotificationBook()
+        // n2 expires after a second; the others stay open.
+        for n in 1...5 {
+            _ = try book.post(Self.posting("n\(n)", timeout: n == 2 ? 1000 : 0), at: Self.start.addingTimeInterval(Double(n)))
+        }
+        #expect(Self.closed(book.expire(at: Self.start.addingTimeInterval(5))) == ["2:1"])
+        var settings = NotificationSettings()
+        settings.listLimit = 2
+        let effects = book.use(settings)
+        #expect(book.capacity == 2 && book.list.map(\.summary) == ["n5", "n4"])
+        #expect(Self.closed(effects) == ["3:4", "1:4"], "2 was closed already")
+        #expect([1, 2, 3].allSatisfy { effects.contains(.forget($0)) })
+        #expect(effects.contains(.listChanged(changed: [], removed: [3, 2, 1])))
+        #expect(book.use(settings).isEmpty, "nothing more to take out")
+        let (_, posted) = try book.post(Self.posting("n6"), at: Self.start.addingTimeInterval(6))
+        #expect(Self.closed(posted) == ["4:4"] && book.count == 2)
+
+        let older = TodayNotification(id: 3, appID: "mail", appName: "mail", summary: "older", time: Self.start)
+        var restarted = NotificationBook(lastID: 6, kept: book.list + [older])
+        restarted.capacity = 2
+        #expect(restarted.count == 3)
+        let caught = restarted.catchUp(at: Self.start.addingTimeInterval(7))
+        #expect(restarted.count == 2 && caught.contains(.forget(3)), "\(caught)")
+    }
+
     /// A post whose record cannot be kept is taken back: the list, its
     /// unseen ones and the ones it pushed out are as before it came.
     @Test func aPostTakenBackLeavesTheListAsItWas() throws {
@@ -455,6 +485,17 @@ import TodayProtocol
         #expect(wrong.bannerPosition == .topRight)
         #expect(problems == ["BannerPosition must be top-right, top-left, top, bottom-right, bottom-left or bottom; the banners show at the top-right"])
         #expect(BannerPosition.bottomLeft.atLeft && !BannerPosition.bottomLeft.atTop && !BannerPosition.top.atLeft && !BannerPosition.top.atRight)
+        // ListLimit: written where not 1,000; 1 to 10,000.
+        var limited = NotificationSettings()
+        limited.listLimit = 20
+        #expect(limited.plist["ListLimit"] == .integer(20) && NotificationSettings().plist["ListLimit"] == nil)
+        problems = []
+        #expect(NotificationSettings(plist: limited.plist, problems: &problems) == limited && problems.isEmpty)
+        for wrong: PlistValue in [.integer(0), .integer(10_001), .string("20")] {
+            problems = []
+            #expect(NotificationSettings(plist: ["ListLimit": wrong], problems: &problems).listLimit == 1_000)
+            #expect(problems == ["ListLimit must be a number of notifications from 1 to 10000 (<integer>100</integer>); the list keeps 1000"])
+        }
         // BannerOutput: written where set; a name with a control character is none.
         var output = NotificationSettings()
         output.bannerOutput = "HDMI-A-1"

@@ -229,6 +229,46 @@ final class RestartableTodayd {
         #expect(written["Rules"] == .array(rules) && written["MyNote"] == .string("rules from my dunstrc"), "\(written)")
     }
 
+    /// How many the list keeps is the user's (ListLimit, dunst's
+    /// history_length, mako's max-history): lowered through todayctl, the
+    /// oldest leave at once (NotificationClosed 4 where open); kept across
+    /// a kill -9; lowered in the file while todayd was down, the list is
+    /// cut at the next start.
+    @Test func theListKeepsAsManyAsTheUserSays() async throws {
+        let todayd = try await RestartableTodayd("list-limit")
+        defer { todayd.remove() }
+        var (daemon, client) = try await todayd.start()
+        let closed = Locked<[String]>([])
+        try await client.subscribe(MatchRule(interface: Notifications.freedesktop.name, member: Notifications.Freedesktop.notificationClosed.name)) { message in
+            if let (id, reason) = try? message.values(UInt32.self, UInt32.self) { closed.withLock { $0.append("\(id):\(reason)") } }
+        }
+        var ids: [UInt32] = []
+        for n in 1...5 {
+            let sent = try await run(["env", "DBUS_SESSION_BUS_ADDRESS=\(todayd.bus.address)", Self.notifySend, "--print-id", "--expire-time=0", "Mail \(n)"])
+            ids.append(try #require(UInt32(sent.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(sent)"))
+        }
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "limit"]).output == "1000\n")
+        let wrong = try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "limit", "0"])
+        #expect(wrong.status == 2 && wrong.error.contains("write a number from 1 to 10000"), "\(wrong)")
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "limit", "3"]).status == 0)
+        #expect(try await eventually(5) { closed.value == ["\(ids[1]):4", "\(ids[0]):4"] }, "\(closed.value)")
+        #expect(try await Self.list(client).map { $0["id"] } == ids.suffix(3).reversed().map { .uint32($0) })
+        #expect(try Plist.read(contentsOf: todayd.home.path + "/.config/todayd/notifications.plist")["ListLimit"] == .integer(3))
+
+        client.close()
+        kill(daemon.process.processIdentifier, SIGKILL)
+        _ = daemon.stop(keepHome: true)
+        let file = URL(fileURLWithPath: todayd.home.path + "/.config/todayd/notifications.plist")
+        var settings = try Plist.read(contentsOf: file.path).dictionary ?? [:]
+        settings["ListLimit"] = .integer(1)
+        try Plist.write(.dictionary(settings), format: .xml).write(to: file)
+        (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        #expect(try await Self.list(client).map { $0["id"] } == [.uint32(ids[4])])
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "limit"]).output == "1\n")
+    }
+
     /// StackDuplicates in notifications.plist (dunst's stack_duplicates):
     /// notify-send's same notification again stacks on the open one, which
     /// closes (reason 1) and leaves the list; the count survives a kill.

@@ -85,8 +85,11 @@ struct NotificationBook: Sendable {
         case noSuchAction(UInt32, String)
     }
 
-    /// At most this many in the list; the oldest leave (reason 4 if open).
-    var capacity = 1_000
+    /// At most this many in the list unless the user says (SPEC section 14).
+    static let defaultCapacity = 1_000
+    /// At most this many in the list (the user's ListLimit); the oldest
+    /// leave (reason 4 if open).
+    var capacity = defaultCapacity
     /// The user's settings: an app's policy changes what its notifications do.
     var settings = NotificationSettings()
     /// Notifications one app may post in a second, by default.
@@ -593,9 +596,26 @@ struct NotificationBook: Sendable {
         }
     }
 
-    /// At start: those whose time ran out while todayd was down close now.
+    /// At start: those whose time ran out while todayd was down close now,
+    /// and those past the capacity (a ListLimit lowered meanwhile) leave.
     mutating func catchUp(at now: Date) -> [Effect] {
-        expire(at: now)
+        expire(at: now) + trim()
+    }
+
+    /// Takes the user's settings in: their ListLimit is the capacity, and
+    /// what is past it leaves.
+    mutating func use(_ settings: NotificationSettings) -> [Effect] {
+        self.settings = settings
+        capacity = settings.listLimit
+        return trim()
+    }
+
+    /// The oldest past the capacity leave the list (reason 4 where open),
+    /// as a post past it takes the oldest out.
+    mutating func trim() -> [Effect] {
+        guard order.count > capacity else { return [] }
+        let excess = Array(order[capacity...])
+        return remove(excess, reason: .other) + [.listChanged(changed: [], removed: excess)]
     }
 }
 

@@ -91,7 +91,7 @@ extension NotificationService {
                 C.doNotDisturbSchedule.name: .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)]),
                 C.appPolicies.name: settings.policiesValue,
                 C.bannerPosition.name: .string(settings.bannerPosition.rawValue), C.bannerOutput.name: .string(settings.bannerOutput),
-                C.idleThreshold.name: .uint32(settings.idleThreshold),
+                C.idleThreshold.name: .uint32(settings.idleThreshold), C.listLimit.name: .uint32(UInt32(clamping: settings.listLimit)),
             ],
             bindings: [
                 C.listNotifications.replying { _ in try late.get().listReply() },
@@ -198,6 +198,12 @@ extension NotificationService {
                         throw TodayError.invalidArgs("BannerOutput is an output's name, such as DP-1 (swaymsg -t get_outputs, xrandr), or \"\" for the compositor's choice")
                     }
                     try late.get().changeSettings { $0.bannerOutput = name }
+                },
+                C.listLimit.name: { _, value in
+                    guard case .uint32(let limit) = value, let limit = Int(exactly: limit), (1...NotificationSettings.mostListed).contains(limit) else {
+                        throw TodayError.invalidArgs("ListLimit is a number of notifications from 1 to \(NotificationSettings.mostListed)")
+                    }
+                    try late.get().changeSettings { $0.listLimit = limit }
                 },
                 C.idleThreshold.name: { _, value in
                     guard case .uint32(let seconds) = value else {

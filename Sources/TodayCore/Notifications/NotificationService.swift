@@ -90,7 +90,9 @@ final class NotificationService: Sendable {
         var book = NotificationBook(lastID: lastID, kept: kept, seenUpTo: seenUpTo)
         // What was reserved may have been given before a kill: go on after it.
         book.idsReserved = book.lastID
+        // What is past the user's ListLimit leaves at `start`.
         book.settings = Self.readSettings(settingsPath, log: log) ?? NotificationSettings()
+        book.capacity = book.settings.listLimit
         self.book = Mutex(book)
         scheduleStore = ScheduleStore(directories: directories, log: log)
         schedule = Mutex((NotificationSchedule(apps: scheduleStore.load(), zone: timeZone), 0))
@@ -729,7 +731,7 @@ final class NotificationService: Sendable {
         // An edit not read yet (behind a symbolic link, or before its
         // event) is taken in first, and the change made on it.
         readSettingsAgain()
-        let settings = try settingsFile.withLock { _ in
+        let (settings, effects) = try settingsFile.withLock { _ in
             // A file that does not read is the user's, half edited: it is
             // not written over, so that nothing of the edit is lost.
             var problems: [String] = []
@@ -747,9 +749,9 @@ final class NotificationService: Sendable {
             } catch {
                 throw TodayError.storage("cannot keep the notification settings in \(settingsPath): \(error)")
             }
-            book.withLock { $0.settings = settings }
-            return settings
+            return (settings, book.withLock { $0.use(settings) })
         }
+        carryOut(effects)
         announce(settings)
     }
 
@@ -778,17 +780,17 @@ final class NotificationService: Sendable {
         // and Do Not Disturb would otherwise be off in between.
         let away = !FileSystem.exists(settingsPath) && book.withLock { $0.settings != NotificationSettings() }
         guard settingsRemoval.settled(away: away, lookAgain: { [weak self] in self?.readSettingsAgain() }) else { return }
-        let changed = settingsFile.withLock { _ -> NotificationSettings? in
+        let changed = settingsFile.withLock { _ -> (NotificationSettings, [NotificationBook.Effect])? in
             guard let read = Self.readSettings(settingsPath, log: log) else { return nil }
             return book.withLock { book in
                 guard book.settings != read else { return nil }
-                book.settings = read
-                return read
+                return (read, book.use(read))
             }
         }
-        guard let changed else { return }
+        guard let (settings, effects) = changed else { return }
         log.info("notification settings read again from \(settingsPath)")
-        announce(changed)
+        carryOut(effects)
+        announce(settings)
     }
 
     private func announce(_ settings: NotificationSettings) {
@@ -801,7 +803,7 @@ final class NotificationService: Sendable {
             (C.doNotDisturbSchedule.name, .structure([.string(settings.scheduleFrom), .string(settings.scheduleTo)])),
             (C.appPolicies.name, settings.policiesValue),
             (C.bannerPosition.name, .string(settings.bannerPosition.rawValue)), (C.bannerOutput.name, .string(settings.bannerOutput)),
-            (C.idleThreshold.name, .uint32(settings.idleThreshold)),
+            (C.idleThreshold.name, .uint32(settings.idleThreshold)), (C.listLimit.name, .uint32(UInt32(clamping: settings.listLimit))),
         ])
     }
 

@@ -43,6 +43,10 @@ struct NotificationSettings: Equatable, Sendable {
     var notifyCommand: [String] = []
     /// Where the banners show (`BannerPosition`).
     var bannerPosition = BannerPosition.topRight
+    /// At most this many notifications in the list (`ListLimit`, dunst's
+    /// `history_length`, mako's `max-history`), 1 to `mostListed`.
+    var listLimit = NotificationBook.defaultCapacity
+    static let mostListed = 10_000
     /// The output the banners show on, by its name (`BannerOutput`); empty:
     /// the compositor's choice.
     var bannerOutput = ""
@@ -65,7 +69,7 @@ struct NotificationSettings: Equatable, Sendable {
     /// The keys read into the settings' own fields.
     static let readKeys: Set<String> = [
         "DoNotDisturb", "DoNotDisturbUntil", "DoNotDisturbFrom", "DoNotDisturbTo", "AppPolicies", "SoundCommand", "SoundTheme", "NotifyCommand",
-        "BannerPosition", "BannerOutput", "StackDuplicates", "IdleThreshold",
+        "BannerPosition", "BannerOutput", "StackDuplicates", "IdleThreshold", "ListLimit",
     ]
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
@@ -210,6 +214,7 @@ struct NotificationSettings: Equatable, Sendable {
         if bannerPosition != .topRight { plist["BannerPosition"] = .string(bannerPosition.rawValue) }
         if stackDuplicates { plist["StackDuplicates"] = .boolean(true) }
         if !bannerOutput.isEmpty { plist["BannerOutput"] = .string(bannerOutput) }
+        if listLimit != NotificationBook.defaultCapacity { plist["ListLimit"] = .integer(Int64(listLimit)) }
         if idleThreshold != Self.defaultIdleThreshold { plist["IdleThreshold"] = .integer(Int64(idleThreshold)) }
         if let end = doNotDisturbEnd { plist["DoNotDisturbUntil"] = .date(end) }
         return plist
@@ -258,6 +263,14 @@ struct NotificationSettings: Equatable, Sendable {
                 stackDuplicates = on
             } else {
                 problems.append("StackDuplicates must be true or false (<true/>); duplicates are not stacked")
+            }
+        }
+        if let written = plist["ListLimit"] {
+            if let limit = written.int64.flatMap({ Int(exactly: $0) }), (1...Self.mostListed).contains(limit) {
+                listLimit = limit
+            } else {
+                problems.append(
+                    "ListLimit must be a number of notifications from 1 to \(Self.mostListed) (<integer>100</integer>); the list keeps \(NotificationBook.defaultCapacity)")
             }
         }
         if let written = plist["BannerOutput"] {
