@@ -96,7 +96,7 @@ public enum Notifications {
         ],
         properties: [
             Center.count, Center.unseen, Center.doNotDisturb, Center.doNotDisturbUntil, Center.doNotDisturbSchedule, Center.appPolicies,
-            Center.bannerPosition, Center.bannerOutput, Center.idleThreshold, Center.listLimit,
+            Center.bannerPosition, Center.bannerOutput, Center.bannerLimit, Center.idleThreshold, Center.listLimit,
         ],
         signals: [Center.notificationsChanged],
         doc: "io.github.todayd.Today1.Notifications: the notification center, for the view, banners, bars and todayctl.")
@@ -156,6 +156,8 @@ public enum Notifications {
         public static let bannerOutput = Property(
             "BannerOutput", "s", access: .readwrite,
             doc: "The output the banners show on, by its name (DP-1, HDMI-A-1); \"\" (the default): the compositor's choice, the focused output on sway, the primary monitor under X11. One not connected is the default.")
+        public static let bannerLimit = Property(
+            "BannerLimit", "u", access: .readwrite, doc: "At most this many banners at once, 1 to 3 (3 unless set); the rest wait their turn.")
         public static let listLimit = Property(
             "ListLimit", "u", access: .readwrite,
             doc: "At most this many notifications in the list, 1 to 10000 (1000 unless set); lowered, the oldest leave (NotificationClosed 4 where open).")

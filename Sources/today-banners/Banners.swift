@@ -11,7 +11,7 @@ import TodayProtocol
 /// `today-banners`: the banners (SPEC section 15). todayd hands each
 /// notification that passes Do Not Disturb, the inhibitions and its app's
 /// policy to `Banners.Show`; the bus starts this program at the first. At
-/// most three show at once, newest on top, in one surface at the screen's
+/// most three show at once (fewer where BannerLimit says), newest on top, in one surface at the screen's
 /// top-right corner (or where BannerPosition and BannerOutput say) that
 /// never takes the keyboard by itself; the rest wait their turn. While the
 /// pointer is on them, or the user is away (IdleThreshold), nothing
@@ -21,7 +21,8 @@ import TodayProtocol
 /// the user is away.
 @MainActor
 final class Banners {
-    static let most = 3
+    /// SPEC's most at once.
+    static let mostAtOnce = 3
     static let width: Int32 = 380
     static let idleSeconds: Double = 60
     /// How long after a banner shows the next spare card is made.
@@ -38,6 +39,8 @@ final class Banners {
     var finished = false
     var status: Int32 = 0
 
+    /// At most this many at once (todayd's BannerLimit), 1 to 3.
+    private var most = Banners.mostAtOnce
     private var showing: [NotificationEntry] = []
     /// Each shown banner's card, by its notification's id: one whose
     /// notification did not change is kept as it is when another comes or
@@ -297,11 +300,28 @@ final class Banners {
                 closedOn = nil
                 placeOnOutput()
             }
+        case C.bannerLimit.name:
+            if let limit = value.int64.flatMap({ Int(exactly: $0) }), (1...Self.mostAtOnce).contains(limit) { show(atMost: limit) }
         case C.idleThreshold.name:
             if let seconds = value.int64.flatMap({ UInt32(exactly: $0) }) { watchIdle(seconds) }
         default:
             break
         }
+    }
+
+    /// At most `limit` banners at once (BannerLimit changed): the oldest
+    /// shown past it wait their turn again, first in line; under it, those
+    /// waiting show.
+    private func show(atMost limit: Int) {
+        guard limit != most else { return }
+        most = limit
+        if describe { FileDescriptor.standardOutput.writeAll("at once: \(limit)\n") }
+        if showing.count > most {
+            queued.insert(contentsOf: showing[most...].reversed(), at: 0)
+            showing.removeSubrange(most...)
+        }
+        while showing.count < most, !queued.isEmpty { showing.insert(queued.removeFirst(), at: 0) }
+        if !showing.isEmpty { redraw() }
     }
 
     /// Moves the banners to `position` (BannerPosition changed).
@@ -338,13 +358,13 @@ final class Banners {
     }
 
     /// Reads the settings the banners follow (BannerPosition,
-    /// BannerOutput, IdleThreshold), handing each to `apply` by its name,
+    /// BannerOutput, BannerLimit, IdleThreshold), handing each to `apply` by its name,
     /// and follows them whenever todayd says they changed. Awaited before
     /// the banners' name is taken, so that the first banner (whose Show the
     /// bus holds until then) shows in place.
     private nonisolated static func followSettings(on connection: Connection, _ apply: @escaping @Sendable (String, Value) -> Void) async {
         typealias C = Notifications.Center
-        let names = [C.bannerPosition.name, C.bannerOutput.name, C.idleThreshold.name]
+        let names = [C.bannerPosition.name, C.bannerOutput.name, C.bannerLimit.name, C.idleThreshold.name]
         // The bus is asked for todayd's signals; they are matched here
         // without the sender, which they carry as a unique name.
         let rule = MatchRule(interface: .properties, member: .propertiesChanged, arg0: Notifications.today.name.rawValue)
@@ -521,7 +541,7 @@ final class Banners {
             showing.insert(entry, at: 0)
         } else if let at = queued.firstIndex(where: { $0.id == entry.id }) {
             queued[at] = entry
-        } else if showing.count < Self.most {
+        } else if showing.count < most {
             showing.insert(entry, at: 0)
         } else {
             queued.append(entry)
@@ -560,7 +580,7 @@ final class Banners {
         showing.removeAll { gone.contains($0.id) }
         queued.removeAll { gone.contains($0.id) }
         guard showing.count + queued.count != before else { return }
-        while showing.count < Self.most, !queued.isEmpty { showing.insert(queued.removeFirst(), at: 0) }
+        while showing.count < most, !queued.isEmpty { showing.insert(queued.removeFirst(), at: 0) }
         redraw()
     }
 

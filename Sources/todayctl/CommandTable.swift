@@ -69,9 +69,9 @@ let commands: [Command] = [
     Command(
         name: "notifications",
         usage:
-            "notifications [list | dismiss [ID] | clear [APP] | invoke [ID [KEY]] | reply ID TEXT | dnd [on [for DURATION|until HH:MM]|off|toggle|schedule FROM TO|schedule none] | policy [APP [KEY=VALUE…|reset]] | position [top-right|top-left|top|bottom-right|bottom-left|bottom] | output [NAME|default] | idle [SECONDS|never] | limit [N] | watch]",
+            "notifications [list | dismiss [ID] | clear [APP] | invoke [ID [KEY]] | reply ID TEXT | dnd [on [for DURATION|until HH:MM]|off|toggle|schedule FROM TO|schedule none] | policy [APP [KEY=VALUE…|reset]] | position [top-right|top-left|top|bottom-right|bottom-left|bottom] | output [NAME|default] | at-once [1|2|3] | idle [SECONDS|never] | limit [N] | watch]",
         summary: "the notification center: its list, dismissing and acting on notifications, Do Not Disturb, each app's policy",
-        operands: [.words(["list", "dismiss", "clear", "invoke", "reply", "dnd", "policy", "position", "output", "idle", "limit", "watch"]), .free, .free]),
+        operands: [.words(["list", "dismiss", "clear", "invoke", "reply", "dnd", "policy", "position", "output", "at-once", "idle", "limit", "watch"]), .free, .free]),
     Command(name: "watch", usage: "watch", summary: "print changes as they happen, until interrupted"),
     Command(
         name: "reload", usage: "reload",

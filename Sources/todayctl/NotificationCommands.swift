@@ -294,6 +294,19 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
             let name = try await center.property(C.bannerOutput)?.string ?? ""
             if json { Out.json(.dictionary(["output": .string(name)])) } else { Out.line(name.isEmpty ? "default" : name) }
         }
+    case "at-once":
+        // How many banners show at once: printed, or set.
+        try expect(0...1)
+        typealias C = Notifications.Center
+        if let text = operands.first {
+            guard let limit = UInt32(text), (1...3).contains(limit) else {
+                throw Failure.usage("'\(text)' is not how many banners show at once: write 1, 2 or 3")
+            }
+            try await center.set(C.bannerLimit, .uint32(limit))
+        } else {
+            let limit = try await center.property(C.bannerLimit)?.uint64 ?? 0
+            if json { Out.json(.dictionary(["at-once": .unsigned(limit)])) } else { Out.line("\(limit)") }
+        }
     case "limit":
         // How many the list keeps: printed, or set.
         try expect(0...1)
@@ -324,7 +337,7 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
         try expect(0...0)
         try await watchNotifications(client, json: json)
     default:
-        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position, output, idle, limit or watch, not '\(verb)'")
+        throw Failure.usage("notifications takes list, dismiss, clear, invoke, reply, dnd, policy, position, output, at-once, idle, limit or watch, not '\(verb)'")
     }
 }
 

@@ -289,6 +289,29 @@ import TodayProtocol
         }, "on one output: \(seen)")
     }
 
+    /// Fewer banners at once where the user says (BannerLimit, as mako's
+    /// max-visible): one, the later waiting its turn; two, both show,
+    /// newest on top; one again, the older waits, first in line.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
+    func fewerBannersAtOnceWhereTheUserSays() async throws {
+        let screen = try await OwnDisplay()
+        defer { screen.stop() }
+        let (todayd, out) = try await Self.onDisplay(screen, "banners-at-once")
+        defer { todayd.remove() }
+        let (daemon, client) = try await todayd.start()
+        defer { daemon.stop() }
+        defer { client.close() }
+        let address = todayd.bus.address
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "at-once", "1"]).status == 0)
+        let first = try await Self.notify(address, ["First", "--app", "Mail"])
+        let second = try await Self.notify(address, ["Second", "--app", "Chat"])
+        #expect(try await eventually(20) { Self.lines(out).contains("banners: \(first) queued: \(second)") }, "\(Self.lines(out))")
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "at-once", "2"]).status == 0)
+        #expect(try await eventually(10) { Self.lines(out).contains("banners: \(second) \(first) queued: ") }, "\(Self.lines(out))")
+        #expect(try await NotificationCommandTests.todayctl(address, ["notifications", "at-once", "1"]).status == 0)
+        #expect(try await eventually(10) { Self.lines(out).last { $0.hasPrefix("banners: ") } == "banners: \(second) queued: \(first)" }, "\(Self.lines(out))")
+    }
+
     /// While the user is away (no input for IdleThreshold seconds, as
     /// dunst's idle_threshold), the banners hold expiry: what shows waits
     /// for their return, and goes three seconds after it. Under X11 from

@@ -485,6 +485,14 @@ import TodayProtocol
         #expect(wrong.bannerPosition == .topRight)
         #expect(problems == ["BannerPosition must be top-right, top-left, top, bottom-right, bottom-left or bottom; the banners show at the top-right"])
         #expect(BannerPosition.bottomLeft.atLeft && !BannerPosition.bottomLeft.atTop && !BannerPosition.top.atLeft && !BannerPosition.top.atRight)
+        // BannerLimit: written where not 3; 1 to 3.
+        var fewer = NotificationSettings()
+        fewer.bannerLimit = 1
+        #expect(fewer.plist["BannerLimit"] == .integer(1) && NotificationSettings().plist["BannerLimit"] == nil)
+        problems = []
+        #expect(NotificationSettings(plist: fewer.plist, problems: &problems) == fewer && problems.isEmpty)
+        #expect(NotificationSettings(plist: ["BannerLimit": .integer(5)], problems: &problems).bannerLimit == 3)
+        #expect(problems == ["BannerLimit must be 1, 2 or 3 (<integer>1</integer>); up to 3 banners show at once"])
         // ListLimit: written where not 1,000; 1 to 10,000.
         var limited = NotificationSettings()
         limited.listLimit = 20

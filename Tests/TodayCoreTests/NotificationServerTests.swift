@@ -340,6 +340,14 @@ final class RestartableTodayd {
         let idle = try await run(["busctl", "set-property"] + object + ["IdleThreshold", "s", "300"])
         #expect(idle.status != 0 && idle.error.contains("property 'IdleThreshold' has type 'u', not 's'"), "\(idle.error)")
         #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "idle", "5m"]).status == 0)
+        // How many at once (BannerLimit), the same way.
+        #expect(try await run(["busctl", "set-property"] + object + ["BannerLimit", "u", "2"]).status == 0)
+        #expect(try Plist.read(contentsOf: file)["BannerLimit"] == .integer(2))
+        let four = try await run(["busctl", "set-property"] + object + ["BannerLimit", "u", "4"])
+        #expect(four.status != 0 && four.error.contains("BannerLimit is how many banners show at once: 1, 2 or 3"), "\(four.error)")
+        let zero = try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "at-once", "0"])
+        #expect(zero.status == 2 && zero.error.contains("write 1, 2 or 3"), "\(zero)")
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "at-once", "1"]).status == 0)
         // Which output they show on (BannerOutput), the same way.
         #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "output", "DP-2"]).status == 0)
         #expect(try Plist.read(contentsOf: file)["BannerOutput"] == .string("DP-2"))
@@ -354,6 +362,7 @@ final class RestartableTodayd {
         #expect(try await get() == .string("top"))
         #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "idle"]).output == "300\n")
         #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "output"]).output == "DP-2\n")
+        #expect(try await NotificationCommandTests.todayctl(todayd.bus.address, ["notifications", "at-once"]).output == "1\n")
     }
 
     /// Do Not Disturb for a while (DoNotDisturbUntil, todayd's own

@@ -92,6 +92,7 @@ extension NotificationService {
                 C.appPolicies.name: settings.policiesValue,
                 C.bannerPosition.name: .string(settings.bannerPosition.rawValue), C.bannerOutput.name: .string(settings.bannerOutput),
                 C.idleThreshold.name: .uint32(settings.idleThreshold), C.listLimit.name: .uint32(UInt32(clamping: settings.listLimit)),
+                C.bannerLimit.name: .uint32(UInt32(clamping: settings.bannerLimit)),
             ],
             bindings: [
                 C.listNotifications.replying { _ in try late.get().listReply() },
@@ -198,6 +199,12 @@ extension NotificationService {
                         throw TodayError.invalidArgs("BannerOutput is an output's name, such as DP-1 (swaymsg -t get_outputs, xrandr), or \"\" for the compositor's choice")
                     }
                     try late.get().changeSettings { $0.bannerOutput = name }
+                },
+                C.bannerLimit.name: { _, value in
+                    guard case .uint32(let limit) = value, let limit = Int(exactly: limit), (1...NotificationSettings.mostBanners).contains(limit) else {
+                        throw TodayError.invalidArgs("BannerLimit is how many banners show at once: 1, 2 or 3")
+                    }
+                    try late.get().changeSettings { $0.bannerLimit = limit }
                 },
                 C.listLimit.name: { _, value in
                     guard case .uint32(let limit) = value, let limit = Int(exactly: limit), (1...NotificationSettings.mostListed).contains(limit) else {

@@ -804,6 +804,7 @@ final class NotificationService: Sendable {
             (C.appPolicies.name, settings.policiesValue),
             (C.bannerPosition.name, .string(settings.bannerPosition.rawValue)), (C.bannerOutput.name, .string(settings.bannerOutput)),
             (C.idleThreshold.name, .uint32(settings.idleThreshold)), (C.listLimit.name, .uint32(UInt32(clamping: settings.listLimit))),
+            (C.bannerLimit.name, .uint32(UInt32(clamping: settings.bannerLimit))),
         ])
     }
 

@@ -43,6 +43,10 @@ struct NotificationSettings: Equatable, Sendable {
     var notifyCommand: [String] = []
     /// Where the banners show (`BannerPosition`).
     var bannerPosition = BannerPosition.topRight
+    /// At most this many banners at once (`BannerLimit`, mako's
+    /// `max-visible`, dunst's `notification_limit`), 1 to SPEC's 3.
+    var bannerLimit = Self.mostBanners
+    static let mostBanners = 3
     /// At most this many notifications in the list (`ListLimit`, dunst's
     /// `history_length`, mako's `max-history`), 1 to `mostListed`.
     var listLimit = NotificationBook.defaultCapacity
@@ -69,7 +73,7 @@ struct NotificationSettings: Equatable, Sendable {
     /// The keys read into the settings' own fields.
     static let readKeys: Set<String> = [
         "DoNotDisturb", "DoNotDisturbUntil", "DoNotDisturbFrom", "DoNotDisturbTo", "AppPolicies", "SoundCommand", "SoundTheme", "NotifyCommand",
-        "BannerPosition", "BannerOutput", "StackDuplicates", "IdleThreshold", "ListLimit",
+        "BannerPosition", "BannerOutput", "StackDuplicates", "IdleThreshold", "ListLimit", "BannerLimit",
     ]
 
     /// The policy of `appID`: its own, else the default one, else all allowed.
@@ -214,6 +218,7 @@ struct NotificationSettings: Equatable, Sendable {
         if bannerPosition != .topRight { plist["BannerPosition"] = .string(bannerPosition.rawValue) }
         if stackDuplicates { plist["StackDuplicates"] = .boolean(true) }
         if !bannerOutput.isEmpty { plist["BannerOutput"] = .string(bannerOutput) }
+        if bannerLimit != Self.mostBanners { plist["BannerLimit"] = .integer(Int64(bannerLimit)) }
         if listLimit != NotificationBook.defaultCapacity { plist["ListLimit"] = .integer(Int64(listLimit)) }
         if idleThreshold != Self.defaultIdleThreshold { plist["IdleThreshold"] = .integer(Int64(idleThreshold)) }
         if let end = doNotDisturbEnd { plist["DoNotDisturbUntil"] = .date(end) }
@@ -263,6 +268,13 @@ struct NotificationSettings: Equatable, Sendable {
                 stackDuplicates = on
             } else {
                 problems.append("StackDuplicates must be true or false (<true/>); duplicates are not stacked")
+            }
+        }
+        if let written = plist["BannerLimit"] {
+            if let limit = written.int64.flatMap({ Int(exactly: $0) }), (1...Self.mostBanners).contains(limit) {
+                bannerLimit = limit
+            } else {
+                problems.append("BannerLimit must be 1, 2 or 3 (<integer>1</integer>); up to 3 banners show at once")
             }
         }
         if let written = plist["ListLimit"] {
