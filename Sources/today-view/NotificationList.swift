@@ -34,8 +34,19 @@ final class NotificationList {
     /// AppPolicies as todayd last gave them: what each group's menu shows.
     private var policies: [String: [String: Value]] = [:]
     /// The header's controls that `--press` reaches, by id: the menu of
-    /// Do Not Disturb for a while, and its choices (`whiles`).
+    /// Do Not Disturb for a while, and its choices (`whiles`); the
+    /// banners' menu and its choices; each group's menu and its checks.
     private(set) var headerControls: [String: (widget: Widget, isToggle: Bool)] = [:]
+    /// The banners' menu: where they show, how many at once, whether they
+    /// wait while the user is away; set from todayd's values without
+    /// sending them back.
+    private var positionChoices: [BannerPosition: Widget] = [:]
+    private var atOnceChoices: [UInt32: Widget] = [:]
+    private var waitWhileAway: Widget?
+    private var settingBanners = false
+    /// IdleThreshold as todayd last gave it when it was not 0: what the
+    /// check brings back once turned on again.
+    private var idleThreshold: UInt32 = 120
 
     /// Do Not Disturb for a while, as Plasma's and iOS's menus offer it:
     /// the id `--press` knows each by, its title, and its end (seconds
@@ -82,6 +93,8 @@ final class NotificationList {
         append(widget, dndRow)
         groupsBox = box(vertical: true, spacing: 10)
         append(widget, groupsBox)
+        // Beside Clear All.
+        append(header, bannerSettings())
         connect(clearAll, "clicked") { [self] in call(Notifications.Center.dismissAll, "") }
         connect(dndSwitch, "notify::active", withArgument: { [self] _ in
             guard !settingSwitch else { return }
@@ -135,6 +148,91 @@ final class NotificationList {
         return menu
     }
 
+    /// The banners' places as the menu lays them out, by row and column.
+    static let positions: [(position: BannerPosition, title: String, row: Int32, column: Int32)] = [
+        (.topLeft, "Top left", 0, 0), (.top, "Top", 0, 1), (.topRight, "Top right", 0, 2),
+        (.bottomLeft, "Bottom left", 1, 0), (.bottom, "Bottom", 1, 1), (.bottomRight, "Bottom right", 1, 2),
+    ]
+
+    /// The banners' menu, as Plasma's notification settings and mako's
+    /// and dunst's files give them: where they show (BannerPosition), how
+    /// many at once (BannerLimit), and whether they wait while the user is
+    /// away (IdleThreshold). `--press` knows the menu by
+    /// `banners-settings`, the places by `banner-position:PLACE`, the
+    /// counts by `banners-at-once:N` and the check by
+    /// `banners-wait-while-away`.
+    private func bannerSettings() -> Widget {
+        typealias C = Notifications.Center
+        let menu = shown(gtk_menu_button_new()!)
+        gtk_widget_set_valign(menu, GTK_ALIGN_CENTER)
+        gtk_button_set_image(cast(menu), gtk_image_new_from_icon_name("emblem-system-symbolic", GTK_ICON_SIZE_BUTTON))
+        addClass(menu, "flat")
+        setAccessibleLabel(menu, "Banners' settings")
+        gtk_widget_set_tooltip_text(menu, "Banners' settings")
+        headerControls["banners-settings"] = (menu, true)
+        let popover = gtk_popover_new(menu)!
+        let content = box(vertical: true, spacing: 6)
+        setMargins(content, top: 8, left: 8, bottom: 8, right: 8)
+        append(content, label("Banners", classes: ["group-title"], wrap: false))
+        append(content, label("Where they show", classes: ["dim"], wrap: false))
+        let grid = shown(gtk_grid_new()!)
+        gtk_grid_set_column_spacing(cast(grid), 6)
+        var first: Widget?
+        for place in Self.positions {
+            let radio = shown(first.map { gtk_radio_button_new_with_label_from_widget(cast($0), place.title)! } ?? gtk_radio_button_new_with_label(nil, place.title)!)
+            first = first ?? radio
+            gtk_grid_attach(cast(grid), radio, place.column, place.row, 1, 1)
+            positionChoices[place.position] = radio
+            headerControls["banner-position:\(place.position.rawValue)"] = (radio, true)
+            connect(radio, "toggled") { [self] in
+                guard !settingBanners, gtk_toggle_button_get_active(cast(radio)) != 0 else { return }
+                Self.set(C.bannerPosition, .string(place.position.rawValue), on: connection)
+            }
+        }
+        append(content, grid)
+        append(content, label("At once", classes: ["dim"], wrap: false))
+        let counts = box(vertical: false, spacing: 6)
+        var firstCount: Widget?
+        for count: UInt32 in 1...3 {
+            let radio = shown(firstCount.map { gtk_radio_button_new_with_label_from_widget(cast($0), "\(count)")! } ?? gtk_radio_button_new_with_label(nil, "\(count)")!)
+            firstCount = firstCount ?? radio
+            append(counts, radio)
+            atOnceChoices[count] = radio
+            headerControls["banners-at-once:\(count)"] = (radio, true)
+            connect(radio, "toggled") { [self] in
+                guard !settingBanners, gtk_toggle_button_get_active(cast(radio)) != 0 else { return }
+                Self.set(C.bannerLimit, .uint32(count), on: connection)
+            }
+        }
+        append(content, counts)
+        let away = shown(gtk_check_button_new_with_label("Wait while I am away")!)
+        gtk_widget_set_tooltip_text(away, "Banners stay until you are back after two minutes without input")
+        waitWhileAway = away
+        headerControls["banners-wait-while-away"] = (away, true)
+        connect(away, "toggled") { [self] in
+            guard !settingBanners else { return }
+            Self.set(C.idleThreshold, .uint32(gtk_toggle_button_get_active(cast(away)) != 0 ? idleThreshold : 0), on: connection)
+        }
+        append(content, away)
+        gtk_container_add(cast(popover), shown(content))
+        gtk_menu_button_set_popover(cast(menu), popover)
+        return menu
+    }
+
+    /// Shows the banners' settings as todayd has them, sending nothing back.
+    private func showBannerSettings(_ settings: [String: Value]) {
+        typealias C = Notifications.Center
+        settingBanners = true
+        defer { settingBanners = false }
+        let position = settings[C.bannerPosition.name]?.string.flatMap(BannerPosition.init(rawValue:)) ?? .topRight
+        if let radio = positionChoices[position] { gtk_toggle_button_set_active(cast(radio), 1) }
+        let count = settings[C.bannerLimit.name]?.int64.flatMap { UInt32(exactly: $0) } ?? 3
+        if let radio = atOnceChoices[count] { gtk_toggle_button_set_active(cast(radio), 1) }
+        let idle = settings[C.idleThreshold.name]?.int64.flatMap { UInt32(exactly: $0) } ?? 120
+        if idle != 0 { idleThreshold = idle }
+        if let waitWhileAway { gtk_toggle_button_set_active(cast(waitWhileAway), idle != 0 ? 1 : 0) }
+    }
+
     /// What the view shows of todayd's notification server.
     struct Fetched: Sendable {
         var entries: [NotificationEntry]
@@ -143,6 +241,9 @@ final class NotificationList {
         var until: UInt64
         /// AppPolicies: each app's policy, by app id (`""`: the default).
         var policies: [String: [String: Value]]
+        /// Every property of todayd's Notifications interface, by name:
+        /// the banners' settings among them.
+        var settings: [String: Value] = [:]
     }
 
     /// An app's settings, as GNOME's and Plasma's notification settings
@@ -214,7 +315,7 @@ final class NotificationList {
             return Fetched(
                 entries: NotificationEntry.list(reply.body.first ?? .array(.variant, [])),
                 doNotDisturb: values[Notifications.Center.doNotDisturb.name]?.bool ?? false,
-                until: values[Notifications.Center.doNotDisturbUntil.name]?.uint64 ?? 0, policies: policies)
+                until: values[Notifications.Center.doNotDisturbUntil.name]?.uint64 ?? 0, policies: policies, settings: values)
         } catch {
             return nil
         }
@@ -253,6 +354,7 @@ final class NotificationList {
     /// show changed.
     func show(_ fetched: Fetched, now: Date = Date()) {
         policies = fetched.policies
+        showBannerSettings(fetched.settings)
         if fetched.doNotDisturb != doNotDisturb || gtk_switch_get_active(cast(dndSwitch)) != (fetched.doNotDisturb ? 1 : 0) {
             doNotDisturb = fetched.doNotDisturb
             settingSwitch = true

@@ -800,6 +800,37 @@ import TodayProtocol
         #expect(try await NotificationCommandTests.property(client, "DoNotDisturbUntil") == .uint64(0))
     }
 
+    /// The banners' menu in the view's header, as Plasma's notification
+    /// settings give them: where they show, how many at once, whether
+    /// they wait while the user is away; each choice sets todayd's
+    /// property, and the menu shows what todayd has.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
+    func theBannersSettingsFromTheView() async throws {
+        let (daemon, client, stop) = try await NotificationServerTests.serving()
+        defer { stop() }
+        let set = try await Self.render(
+            daemon.address, delay: 3, presses: ["banners-settings", "banner-position:bottom-left", "banners-at-once:1", "banners-wait-while-away"])
+        #expect(set.status == 0, "\(set.errors)")
+        #expect(
+            set.texts.prefix(4) == [
+                "pressed banners-settings: on", "pressed banner-position:bottom-left: on", "pressed banners-at-once:1: on",
+                "pressed banners-wait-while-away: off",
+            ], "\(set.texts)")
+        #expect(try await NotificationCommandTests.property(client, "BannerPosition") == .string("bottom-left"))
+        #expect(try await NotificationCommandTests.property(client, "BannerLimit") == .uint32(1))
+        #expect(try await NotificationCommandTests.property(client, "IdleThreshold") == .uint32(0))
+
+        // The menu shows todayd's values: the check turned on again brings
+        // back the time the user had (300 s), not the default.
+        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "idle", "5m"])
+        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "idle", "never"])
+        _ = try await NotificationCommandTests.todayctl(daemon.address, ["notifications", "position", "top"])
+        let again = try await Self.render(daemon.address, delay: 3, presses: ["banners-wait-while-away", "banner-position:top"])
+        #expect(again.texts.prefix(2) == ["pressed banners-wait-while-away: on", "pressed banner-position:top: on"], "\(again.texts)")
+        #expect(try await NotificationCommandTests.property(client, "IdleThreshold") == .uint32(120))
+        #expect(try await NotificationCommandTests.property(client, "BannerPosition") == .string("top"))
+    }
+
     /// A stacked notification (StackDuplicates) says how many came, as
     /// dunst's does: "Build failed (3)".
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Xvfb (apt-get install xvfb)"))
