@@ -188,12 +188,13 @@ import TodayProtocol
         #expect(!shown.texts.contains { $0.hasPrefix("todayd is not running") })
         // The keyboard reaches every card and every button, in order: Tab
         // as GTK moves the focus (a card's refresh button shows an icon
-        // only), after the notification center's Do Not Disturb switch
-        // (Clear All is off with no notifications) and the widgets' Edit.
+        // only), after the notification center's banners' menu, its Do
+        // Not Disturb switch and menu (Clear All is off with no
+        // notifications) and the widgets' Edit.
         let focus = shown.texts.filter { $0.hasPrefix("focus ") }
         #expect(
             focus == [
-                "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
+                "focus GtkMenuButton: ", "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
                 "focus GtkToggleButton: Pin",
             ], "\(focus)")
         // The narrow pane.
@@ -475,9 +476,12 @@ import TodayProtocol
         #expect(texts.contains("Do Not Disturb until \(until)"), "\(dnd): \(texts)")
         // Opening the view: seen.
         #expect(try await eventually(5) { try await NotificationCommandTests.property(client, "Unseen") == .uint32(0) })
-        // The keyboard reaches the switch, Clear All, and each notification's controls.
+        // The keyboard reaches Clear All, the banners' menu, the switch and
+        // its menu, and each notification's controls.
         let focus = texts.filter { $0.hasPrefix("focus ") }
-        #expect(focus.prefix(4) == ["focus GtkButton: Clear All", "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Clear"], "\(focus)")
+        #expect(
+            focus.prefix(5) == ["focus GtkButton: Clear All", "focus GtkMenuButton: ", "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Clear"],
+            "\(focus)")
         #expect(focus.contains("focus GtkButton: Sure") && focus.contains("focus GtkEntry: ") && focus.contains("focus GtkButton: Show 2 more"), "\(focus)")
     }
 
