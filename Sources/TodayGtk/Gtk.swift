@@ -248,6 +248,14 @@ package func setAccessibleLabel(_ widget: Widget, _ text: String) {
     atk_object_set_name(accessible, text)
 }
 
+/// The name a screen reader says for `widget` (`setAccessibleLabel`), or
+/// nil where it has none.
+package func accessibleName(_ widget: Widget) -> String? {
+    guard let accessible = gtk_widget_get_accessible(widget), let name = atk_object_get_name(accessible) else { return nil }
+    let text = String(cString: name)
+    return text.isEmpty ? nil : text
+}
+
 /// G_TYPE_BOOLEAN, a macro over a fundamental type number.
 package func G_TYPE_BOOLEAN_TYPE() -> GType { GType(5 << 2) }
 
@@ -335,9 +343,9 @@ package func visibleTexts(_ widget: Widget) -> [String] {
 }
 
 /// Where Tab takes the keyboard focus in `window`, from the start, as GTK
-/// moves it: a line per stop naming what has the focus (a card row by its
-/// accessible label, a button by its text), until the focus comes round
-/// again. For tests and `--describe`.
+/// moves it: a line per stop naming what has the focus (by its first
+/// text, else by the name a screen reader says: an icon's button, a
+/// switch), until the focus comes round again. For tests and `--describe`.
 package func focusChain(_ window: Widget) -> [String] {
     var stops: [String] = []
     var seen: [UnsafeMutableRawPointer] = []
@@ -355,7 +363,7 @@ package func focusChain(_ window: Widget) -> [String] {
         guard gtk_widget_child_focus(window, GTK_DIR_TAB_FORWARD) != 0, let focused = gtk_window_get_focus(cast(window)) else { break }
         if seen.contains(raw(focused)) { break }
         seen.append(raw(focused))
-        stops.append("\(typeName(focused)): \(visibleTexts(focused).first ?? "")")
+        stops.append("\(typeName(focused)): \(visibleTexts(focused).first ?? accessibleName(focused) ?? "")")
     }
     return stops
 }

@@ -187,15 +187,16 @@ import TodayProtocol
         #expect(!shown.texts.contains("must not show"), "a widget without content is hidden")
         #expect(!shown.texts.contains { $0.hasPrefix("todayd is not running") })
         // The keyboard reaches every card and every button, in order: Tab
-        // as GTK moves the focus (a card's refresh button shows an icon
-        // only), after the notification center's banners' menu, its Do
-        // Not Disturb switch and menu (Clear All is off with no
-        // notifications) and the widgets' Edit.
+        // as GTK moves the focus, after the notification center's banners'
+        // menu, its Do Not Disturb switch and menu (Clear All is off with
+        // no notifications) and the widgets' Edit; each has a name to be
+        // read out (a card's refresh button shows an icon only).
         let focus = shown.texts.filter { $0.hasPrefix("focus ") }
         #expect(
             focus == [
-                "focus GtkMenuButton: ", "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: ", "focus GtkListBoxRow: Mail", "focus GtkButton: ", "focus GtkButton: Lunch?",
-                "focus GtkToggleButton: Pin",
+                "focus GtkMenuButton: Banners' settings", "focus GtkSwitch: Do Not Disturb", "focus GtkMenuButton: Do Not Disturb for a while",
+                "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: Update Broken", "focus GtkListBoxRow: Mail",
+                "focus GtkButton: Update Mail", "focus GtkButton: Lunch?", "focus GtkToggleButton: Pin",
             ], "\(focus)")
         // The narrow pane.
         let pane = try await Self.render(daemon.address, pane: true)
@@ -480,9 +481,14 @@ import TodayProtocol
         // its menu, and each notification's controls.
         let focus = texts.filter { $0.hasPrefix("focus ") }
         #expect(
-            focus.prefix(5) == ["focus GtkButton: Clear All", "focus GtkMenuButton: ", "focus GtkSwitch: ", "focus GtkMenuButton: ", "focus GtkButton: Clear"],
-            "\(focus)")
-        #expect(focus.contains("focus GtkButton: Sure") && focus.contains("focus GtkEntry: ") && focus.contains("focus GtkButton: Show 2 more"), "\(focus)")
+            focus.prefix(6) == [
+                "focus GtkButton: Clear All", "focus GtkMenuButton: Banners' settings", "focus GtkSwitch: Do Not Disturb",
+                "focus GtkMenuButton: Do Not Disturb for a while", "focus GtkButton: Clear", "focus GtkMenuButton: Settings of Chat's notifications",
+            ], "\(focus)")
+        #expect(
+            focus.contains("focus GtkButton: Sure") && focus.contains("focus GtkEntry: Answer") && focus.contains("focus GtkButton: Dismiss Lunch?")
+                && focus.contains("focus GtkButton: Show 2 more"), "\(focus)")
+        #expect(!focus.contains { $0.hasSuffix(": ") }, "a stop with no name to read out: \(focus)")
     }
 
     /// A long list: the first groups are made at once, the rest while the
