@@ -343,9 +343,10 @@ package func visibleTexts(_ widget: Widget) -> [String] {
 }
 
 /// Where Tab takes the keyboard focus in `window`, from the start, as GTK
-/// moves it: a line per stop naming what has the focus (by its first
-/// text, else by the name a screen reader says: an icon's button, a
-/// switch), until the focus comes round again. For tests and `--describe`.
+/// moves it: a line per stop naming what has the focus as a screen reader
+/// says it (its accessible name; a button's is its text unless set), else
+/// by its first text, until the focus comes round again. For tests and
+/// `--describe`.
 package func focusChain(_ window: Widget) -> [String] {
     var stops: [String] = []
     var seen: [UnsafeMutableRawPointer] = []
@@ -363,7 +364,7 @@ package func focusChain(_ window: Widget) -> [String] {
         guard gtk_widget_child_focus(window, GTK_DIR_TAB_FORWARD) != 0, let focused = gtk_window_get_focus(cast(window)) else { break }
         if seen.contains(raw(focused)) { break }
         seen.append(raw(focused))
-        stops.append("\(typeName(focused)): \(visibleTexts(focused).first ?? accessibleName(focused) ?? "")")
+        stops.append("\(typeName(focused)): \(accessibleName(focused) ?? visibleTexts(focused).first ?? "")")
     }
     return stops
 }

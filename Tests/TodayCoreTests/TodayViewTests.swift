@@ -190,13 +190,14 @@ import TodayProtocol
         // as GTK moves the focus, after the notification center's banners'
         // menu, its Do Not Disturb switch and menu (Clear All is off with
         // no notifications) and the widgets' Edit; each has a name to be
-        // read out (a card's refresh button shows an icon only).
+        // read out, the one a screen reader says (a card's refresh button
+        // shows an icon only).
         let focus = shown.texts.filter { $0.hasPrefix("focus ") }
         #expect(
             focus == [
                 "focus GtkMenuButton: Banners' settings", "focus GtkSwitch: Do Not Disturb", "focus GtkMenuButton: Do Not Disturb for a while",
-                "focus GtkButton: Edit", "focus GtkListBoxRow: Broken", "focus GtkButton: Update Broken", "focus GtkListBoxRow: Mail",
-                "focus GtkButton: Update Mail", "focus GtkButton: Lunch?", "focus GtkToggleButton: Pin",
+                "focus GtkButton: Edit the widgets", "focus GtkListBoxRow: Broken", "focus GtkButton: Update Broken",
+                "focus GtkListBoxRow: Mail, 3 new mails", "focus GtkButton: Update Mail", "focus GtkButton: Lunch?", "focus GtkToggleButton: Pin",
             ], "\(focus)")
         // The narrow pane.
         let pane = try await Self.render(daemon.address, pane: true)
@@ -483,7 +484,7 @@ import TodayProtocol
         #expect(
             focus.prefix(6) == [
                 "focus GtkButton: Clear All", "focus GtkMenuButton: Banners' settings", "focus GtkSwitch: Do Not Disturb",
-                "focus GtkMenuButton: Do Not Disturb for a while", "focus GtkButton: Clear", "focus GtkMenuButton: Settings of Chat's notifications",
+                "focus GtkMenuButton: Do Not Disturb for a while", "focus GtkButton: Clear Chat", "focus GtkMenuButton: Settings of Chat's notifications",
             ], "\(focus)")
         #expect(
             focus.contains("focus GtkButton: Sure") && focus.contains("focus GtkEntry: Answer") && focus.contains("focus GtkButton: Dismiss Lunch?")
