@@ -148,6 +148,19 @@ final class NotificationList {
         return menu
     }
 
+    /// A flat button with a gear whose popover (returned with it, empty)
+    /// is a menu of settings; `name` is what a screen reader and its
+    /// tooltip say.
+    private static func gearMenu(_ name: String) -> (menu: Widget, popover: Widget) {
+        let menu = shown(gtk_menu_button_new()!)
+        gtk_widget_set_valign(menu, GTK_ALIGN_CENTER)
+        gtk_button_set_image(cast(menu), gtk_image_new_from_icon_name("emblem-system-symbolic", GTK_ICON_SIZE_BUTTON))
+        addClass(menu, "flat")
+        setAccessibleLabel(menu, name)
+        gtk_widget_set_tooltip_text(menu, name)
+        return (menu, gtk_popover_new(menu)!)
+    }
+
     /// The banners' places as the menu lays them out, by row and column.
     static let positions: [(position: BannerPosition, title: String, row: Int32, column: Int32)] = [
         (.topLeft, "Top left", 0, 0), (.top, "Top", 0, 1), (.topRight, "Top right", 0, 2),
@@ -163,14 +176,8 @@ final class NotificationList {
     /// `banners-wait-while-away`.
     private func bannerSettings() -> Widget {
         typealias C = Notifications.Center
-        let menu = shown(gtk_menu_button_new()!)
-        gtk_widget_set_valign(menu, GTK_ALIGN_CENTER)
-        gtk_button_set_image(cast(menu), gtk_image_new_from_icon_name("emblem-system-symbolic", GTK_ICON_SIZE_BUTTON))
-        addClass(menu, "flat")
-        setAccessibleLabel(menu, "Banners' settings")
-        gtk_widget_set_tooltip_text(menu, "Banners' settings")
+        let (menu, popover) = Self.gearMenu("Banners' settings")
         headerControls["banners-settings"] = (menu, true)
-        let popover = gtk_popover_new(menu)!
         let content = box(vertical: true, spacing: 6)
         setMargins(content, top: 8, left: 8, bottom: 8, right: 8)
         append(content, label("Banners", classes: ["group-title"], wrap: false))
@@ -254,13 +261,7 @@ final class NotificationList {
     /// urgency and time go along). `--press` knows each check by
     /// `app-KEY:APP` and the menu by `app-settings:APP`.
     private func appSettings(_ appID: String, title: String) -> Widget {
-        let menu = shown(gtk_menu_button_new()!)
-        gtk_widget_set_valign(menu, GTK_ALIGN_CENTER)
-        gtk_button_set_image(cast(menu), gtk_image_new_from_icon_name("emblem-system-symbolic", GTK_ICON_SIZE_BUTTON))
-        addClass(menu, "flat")
-        setAccessibleLabel(menu, "Settings of \(title)'s notifications")
-        gtk_widget_set_tooltip_text(menu, "Settings of \(title)'s notifications")
-        let popover = gtk_popover_new(menu)!
+        let (menu, popover) = Self.gearMenu("Settings of \(title)'s notifications")
         let checks = box(vertical: true, spacing: 2)
         setMargins(checks, top: 6, left: 6, bottom: 6, right: 6)
         let heading = label(title, classes: ["group-title"], wrap: false)

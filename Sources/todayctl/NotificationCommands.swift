@@ -237,6 +237,7 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
     func expect(_ count: ClosedRange<Int>) throws {
         guard count.contains(operands.count) else { throw Failure.usage("notifications \(verb): wrong number of arguments") }
     }
+    typealias C = Notifications.Center
     switch verb {
     case "list":
         try expect(0...0)
@@ -272,67 +273,40 @@ func notifications(_ client: Client, _ arguments: [String], json: Bool) async th
     case "dnd": try await doNotDisturb(center, operands, json: json)
     case "policy": try await policy(center, operands, json: json)
     case "position":
-        // Where the banners show: printed, or set.
+        // Where the banners show.
         try expect(0...1)
-        typealias C = Notifications.Center
-        if let name = operands.first {
-            guard BannerPosition(rawValue: name) != nil else {
-                throw Failure.usage("'\(name)' is not a place for the banners: write \(BannerPosition.choices)")
-            }
-            try await center.set(C.bannerPosition, .string(name))
-        } else {
-            let position = try await center.property(C.bannerPosition)?.string ?? BannerPosition.topRight.rawValue
-            if json { Out.json(.dictionary(["position": .string(position)])) } else { Out.line(position) }
-        }
+        try await center.setting(
+            C.bannerPosition, operands.first, json: json, key: "position",
+            parse: { BannerPosition(rawValue: $0) != nil ? .string($0) : nil },
+            refusal: "is not a place for the banners: write \(BannerPosition.choices)",
+            show: { value in let position = value?.string ?? BannerPosition.topRight.rawValue; return (position, .string(position)) })
     case "output":
-        // Which output the banners show on: printed, or set.
+        // Which output the banners show on.
         try expect(0...1)
-        typealias C = Notifications.Center
-        if let name = operands.first {
-            try await center.set(C.bannerOutput, .string(name == "default" ? "" : name))
-        } else {
-            let name = try await center.property(C.bannerOutput)?.string ?? ""
-            if json { Out.json(.dictionary(["output": .string(name)])) } else { Out.line(name.isEmpty ? "default" : name) }
-        }
+        try await center.setting(
+            C.bannerOutput, operands.first, json: json, key: "output", parse: { .string($0 == "default" ? "" : $0) }, refusal: "",
+            show: { value in let name = value?.string ?? ""; return (name.isEmpty ? "default" : name, .string(name)) })
     case "at-once":
-        // How many banners show at once: printed, or set.
+        // How many banners show at once.
         try expect(0...1)
-        typealias C = Notifications.Center
-        if let text = operands.first {
-            guard let limit = UInt32(text), (1...3).contains(limit) else {
-                throw Failure.usage("'\(text)' is not how many banners show at once: write 1, 2 or 3")
-            }
-            try await center.set(C.bannerLimit, .uint32(limit))
-        } else {
-            let limit = try await center.property(C.bannerLimit)?.uint64 ?? 0
-            if json { Out.json(.dictionary(["at-once": .unsigned(limit)])) } else { Out.line("\(limit)") }
-        }
+        try await center.setting(
+            C.bannerLimit, operands.first, json: json, key: "at-once",
+            parse: { text in UInt32(text).flatMap { (1...3).contains($0) ? .uint32($0) : nil } },
+            refusal: "is not how many banners show at once: write 1, 2 or 3", show: NotificationCenterClient.number)
     case "limit":
-        // How many the list keeps: printed, or set.
+        // How many the list keeps.
         try expect(0...1)
-        typealias C = Notifications.Center
-        if let text = operands.first {
-            guard let limit = UInt32(text), (1...10_000).contains(limit) else {
-                throw Failure.usage("'\(text)' is not how many the list keeps: write a number from 1 to 10000")
-            }
-            try await center.set(C.listLimit, .uint32(limit))
-        } else {
-            let limit = try await center.property(C.listLimit)?.uint64 ?? 0
-            if json { Out.json(.dictionary(["limit": .unsigned(limit)])) } else { Out.line("\(limit)") }
-        }
+        try await center.setting(
+            C.listLimit, operands.first, json: json, key: "limit",
+            parse: { text in UInt32(text).flatMap { (1...10_000).contains($0) ? .uint32($0) : nil } },
+            refusal: "is not how many the list keeps: write a number from 1 to 10000", show: NotificationCenterClient.number)
     case "idle":
-        // After how long without input the banners stay: printed, or set.
+        // After how long without input the banners wait for the user.
         try expect(0...1)
-        typealias C = Notifications.Center
-        if let text = operands.first {
-            guard let seconds = DoNotDisturbText.idleThreshold(text) else {
-                throw Failure.usage("'\(text)' is not a time without input: write seconds (300), minutes (5m) or never")
-            }
-            try await center.set(C.idleThreshold, .uint32(seconds))
-        } else {
-            let seconds = try await center.property(C.idleThreshold)?.uint64 ?? 0
-            if json { Out.json(.dictionary(["idle-threshold": .unsigned(seconds)])) } else { Out.line(seconds == 0 ? "never" : "\(seconds)") }
-        }
+        try await center.setting(
+            C.idleThreshold, operands.first, json: json, key: "idle-threshold", parse: { DoNotDisturbText.idleThreshold($0).map(Value.uint32) },
+            refusal: "is not a time without input: write seconds (300), minutes (5m) or never",
+            show: { value in let seconds = value?.uint64 ?? 0; return (seconds == 0 ? "never" : "\(seconds)", .unsigned(seconds)) })
     case "watch":
         try expect(0...0)
         try await watchNotifications(client, json: json)
@@ -564,6 +538,29 @@ struct NotificationCenterClient {
                 [.string(Notifications.today.name.rawValue), .string(property.name)]
             ).body.first?.unwrapped
         }
+    }
+
+    /// One of todayd's settings, as `todayctl notifications VERB [VALUE]`
+    /// takes it: set to what `parse` makes of `given` (nil: a usage error,
+    /// the value then `refusal`), or printed as `show` says, the line or,
+    /// with --json, `{key: value}`.
+    func setting(
+        _ property: Property, _ given: String?, json: Bool, key: String, parse: (String) -> Value?, refusal: String,
+        show: (Value?) -> (line: String, json: PlistValue)
+    ) async throws {
+        if let given {
+            guard let value = parse(given) else { throw Failure.usage("'\(given)' \(refusal)") }
+            try await set(property, value)
+        } else {
+            let shown = show(try await self.property(property))
+            if json { Out.json(.dictionary([key: shown.json])) } else { Out.line(shown.line) }
+        }
+    }
+
+    /// A count as `setting` shows it.
+    static func number(_ value: Value?) -> (line: String, json: PlistValue) {
+        let count = value?.uint64 ?? 0
+        return ("\(count)", .unsigned(count))
     }
 
     func set(_ property: Property, _ value: Value) async throws {

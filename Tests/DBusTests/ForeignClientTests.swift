@@ -88,7 +88,7 @@ import Testing
             text += try await read(output) { $0.contains("member=PropertiesChanged") }
             // Children of the test runner inherit a mask that blocks SIGTERM.
             kill(monitor.processIdentifier, SIGKILL)
-            monitor.waitUntilExit()
+            await exited(monitor)
             #expect(text.contains("member=PropertiesChanged"), "\(text)")
             #expect(text.contains("string \"seen by a monitor\""), "\(text)")
         }

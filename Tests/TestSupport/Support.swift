@@ -19,6 +19,14 @@ func onAThreadOfItsOwn(_ body: @escaping @Sendable () -> Void) {
     Thread { body() }.start()
 }
 
+/// Waits for `process` to end, off the cooperative pool: Foundation learns
+/// of a child's end on a Dispatch queue, which does not run while the
+/// pool's threads all wait in `waitUntilExit` (two tests that each kill a
+/// todayd and wait for it, at once, on two processors).
+public func exited(_ process: Process) async {
+    _ = try? await offThePool { process.waitUntilExit() }
+}
+
 /// Runs `body` on a thread of its own rather than the cooperative pool's,
 /// and returns what it returns: for work that holds its thread for
 /// seconds (hundreds of files, a subprocess after another). The pool has

@@ -47,7 +47,7 @@ import TodayProtocol
         second.standardError = err
         try second.run()
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        second.waitUntilExit()
+        await exited(second)
         #expect(second.terminationStatus == 1)
         #expect(message.contains("already taken"), "\(message)")
 
@@ -193,7 +193,7 @@ import TodayProtocol
         let socket = try #require(BusDaemon.socketPath(of: daemon.address))
         #expect(FileManager.default.fileExists(atPath: socket))
         kill(pid, SIGKILL)
-        daemon.process.waitUntilExit()
+        await exited(daemon.process)
         // The bus gets SIGTERM as todayd ends, and removes its socket.
         func running() -> Bool {
             let stat = (try? String(contentsOfFile: "/proc/\(bus)/stat", encoding: .utf8)) ?? ""

@@ -216,7 +216,7 @@ import TodayProtocol
         _ = try await eventually(5) { !daemon.process.isRunning }
         #expect(!daemon.process.isRunning, "todayd outlived its bus")
         if daemon.process.isRunning { kill(daemon.process.processIdentifier, SIGKILL) }
-        daemon.process.waitUntilExit()
+        await exited(daemon.process)
         client.close()
         if let socket = BusDaemon.socketPath(of: daemon.address) { unlink(socket) }
         #expect(daemon.process.terminationStatus == 1)

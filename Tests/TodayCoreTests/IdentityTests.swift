@@ -102,7 +102,7 @@ import TodayProtocol
 
         seen += try await read(monitorOutput) { $0.contains("{'HasContent': <true>") }
         kill(monitor.processIdentifier, SIGKILL)
-        monitor.waitUntilExit()
+        await exited(monitor)
         #expect(seen.contains("org.freedesktop.DBus.Properties.PropertiesChanged ('io.github.todayd.Today1.Widget', {'HasContent': <false>"), "\(seen)")
         #expect(seen.contains("{'HasContent': <true>"), "\(seen)")
     }

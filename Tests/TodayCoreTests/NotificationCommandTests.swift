@@ -41,7 +41,7 @@ import TodayProtocol
         func result() async throws -> (status: Int32, output: String) {
             _ = try await eventually(10) { !process.isRunning }
             if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            await exited(process)
             return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
         }
     }

@@ -543,7 +543,7 @@ final class RestartableTodayd {
         try await client.call(Today.busName, path: Today.managerPath, interface: Notifications.today.name, Notifications.Center.dismiss, ids[4])
         // kill -9: whatever was acknowledged must be there after.
         kill(daemon.process.processIdentifier, SIGKILL)
-        daemon.process.waitUntilExit()
+        await exited(daemon.process)
         client.close()
 
         (daemon, client) = try await todayd.start()
@@ -655,7 +655,7 @@ final class RestartableTodayd {
             UInt32(0), "", "A picture", "", [String](), VariantDictionary([("image-data", image)]), Int32(0)
         ).value(UInt32.self)
         kill(daemon.process.processIdentifier, SIGKILL)
-        daemon.process.waitUntilExit()
+        await exited(daemon.process)
         client.close()
         (daemon, client) = try await todayd.start()
         defer { daemon.stop(keepHome: true) }
@@ -851,7 +851,7 @@ final class RestartableTodayd {
             }
             #expect(try await eventually(30) { got.value.count >= 20 + round * 10 }, "round \(round): \(got.value.count) acknowledged; \(refusals.value)")
             kill(daemon.process.processIdentifier, SIGKILL)
-            daemon.process.waitUntilExit()
+            await exited(daemon.process)
             for sender in senders { sender.cancel() }
             for sender in senders { await sender.value }
             client.close()

@@ -124,7 +124,7 @@ import TodayProtocol
         var (daemon, client) = try await setup.start()
         try await Self.remind(setup, client, departingIn: 63)
         kill(daemon.process.processIdentifier, SIGKILL)
-        daemon.process.waitUntilExit()
+        await exited(daemon.process)
         client.close()
         // Down past its time.
         try await Task.sleep(for: .seconds(5))

@@ -279,7 +279,7 @@ import TodayProtocol
         // kill -9: nothing acknowledged is lost.
         client.close()
         kill(daemon.process.processIdentifier, SIGKILL)
-        daemon.process.waitUntilExit()
+        await exited(daemon.process)
         daemon = try TodayDaemon(bundles: [bundles.path], home: home)
         defer { daemon.stop() }
         client = try await daemon.ready()
