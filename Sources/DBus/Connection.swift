@@ -39,6 +39,8 @@ public final class Connection: @unchecked Sendable {
     private var timerDeadline: Int64?
     /// State any thread may touch, behind its lock.
     let shared = Mutex(Shared())
+    /// Every message sent, on its way to the socket (`Outbox`).
+    private let outbox: Mutex<Outbox>
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: Int64] = [:]
     private var pending: [UInt32: PendingReply] = [:]
@@ -54,6 +56,9 @@ public final class Connection: @unchecked Sendable {
         var timed: [(deadline: Int64, job: @Sendable () -> Void)] = []
         var closed = false
         var disconnectHandlers: [@Sendable () -> Void] = []
+        /// Run on the loop thread at the end of each turn's work, before
+        /// what it sent is written (`beforeWriting(_:)`).
+        var beforeWriting: [@Sendable () -> Void] = []
     }
 
     private struct PendingReply {
@@ -84,6 +89,16 @@ public final class Connection: @unchecked Sendable {
         }
         self.raw = raw
         self.uniqueName = String(cString: unique)
+        // Every message leaves through the outbox; libdbus sends none of
+        // its own (it would answer Peer calls itself).
+        dbus_connection_set_route_peer_messages(raw, 1)
+        var socket: Int32 = -1
+        guard dbus_connection_get_socket(raw, &socket) != 0, let outbox = Outbox(socket: socket) else {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            throw DBusError.failed("cannot take the bus connection's socket for writing")
+        }
+        self.outbox = Mutex(outbox)
         do {
             wake = try FileDescriptor.eventCounter(nonBlocking: true)
             timer = try FileDescriptor.monotonicTimer()
@@ -172,10 +187,9 @@ public final class Connection: @unchecked Sendable {
                 complete(.failure(DBusError.disconnected("the connection to the bus is closed")))
                 return
             }
-            var serial: UInt32 = 0
-            guard dbus_connection_send(raw, message.pointer, &serial) != 0 else {
-                complete(.failure(DBusError(.noMemory, "out of memory sending a call")))
-                return
+            let serial = outbox.withLock { outbox in
+                defer { _ = outbox.flush(connection: raw) }
+                return outbox.append(message)
             }
             pending[serial] = PendingReply(complete: complete, deadline: Connection.now() + milliseconds)
         }
@@ -184,14 +198,25 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Sends a message that expects no reply, from the calling thread, in
-    /// the order of the calls. What the socket does not take at once stays
-    /// queued in libdbus, and the loop is woken to write it when it can.
+    /// Sends a message that expects no reply, in the order of the calls:
+    /// from the calling thread at once, or, while the loop thread works
+    /// through a turn, with the rest of that turn's messages at its end
+    /// (`Outbox`). What the socket does not take at once stays queued, and
+    /// the loop is woken to write it when it can.
     func send(_ message: MessageHandle) {
-        dbus_connection_send(raw, message.pointer, nil)
-        if !isOnLoopThread, dbus_connection_has_messages_to_send(raw) != 0 {
-            submit {}
+        let left = outbox.withLock { outbox in
+            _ = outbox.append(message)
+            return outbox.flush(connection: raw)
         }
+        if left != .nothing, !isOnLoopThread { submit {} }
+    }
+
+    /// Runs `hook` on the loop thread at the end of each turn's work (its
+    /// jobs and what it read), before the messages the turn sent are
+    /// written: what it sends leaves with them. A service that keeps what
+    /// a turn's calls asked for keeps it all at once here, then answers.
+    public func beforeWriting(_ hook: @escaping @Sendable () -> Void) {
+        shared.withLock { $0.beforeWriting.append(hook) }
     }
 
     deinit {
@@ -311,21 +336,23 @@ public final class Connection: @unchecked Sendable {
         var polled: [OpaquePointer] = []
         while true {
             loopTurn &+= 1
-            let jobs = shared.withLock { state -> [@Sendable () -> Void] in
+            // What the turn's work sends leaves together at its end.
+            outbox.withLock { $0.hold() }
+            let (jobs, hooks) = shared.withLock { state -> ([@Sendable () -> Void], [@Sendable () -> Void]) in
                 defer { state.jobs.removeAll(keepingCapacity: true) }
-                guard !state.timed.isEmpty else { return state.jobs }
+                guard !state.timed.isEmpty else { return (state.jobs, state.beforeWriting) }
                 // The timed jobs that are due, in the order of their deadlines.
                 let now = Connection.now()
                 var due = state.timed.filter { $0.deadline <= now }
-                guard !due.isEmpty else { return state.jobs }
+                guard !due.isEmpty else { return (state.jobs, state.beforeWriting) }
                 state.timed.removeAll { $0.deadline <= now }
                 due.sort { $0.deadline < $1.deadline }
-                return state.jobs + due.map(\.job)
+                return (state.jobs + due.map(\.job), state.beforeWriting)
             }
             for job in jobs { job() }
-            // Messages other threads sent while this thread held the
-            // connection's I/O: write what the socket takes now; the rest
-            // enables the write watch polled below.
+            // A message with file descriptors libdbus has not finished
+            // writing: write what the socket takes now; the rest enables
+            // the write watch polled below.
             if dbus_connection_has_messages_to_send(raw) != 0 { dbus_connection_read_write(raw, 0) }
             if shared.withLock({ $0.closed }) && pending.isEmpty && watches.isEmpty { break }
             if dbus_connection_get_is_connected(raw) == 0 && shared.withLock({ $0.closed }) { break }
@@ -333,6 +360,8 @@ public final class Connection: @unchecked Sendable {
             while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
                 dbus_connection_dispatch(raw)
             }
+            for hook in hooks { hook() }
+            let left = outbox.withLock { $0.release(connection: raw) }
 
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
@@ -346,6 +375,9 @@ public final class Connection: @unchecked Sendable {
                 fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
                 polled.append(watch)
             }
+            // Room in the socket for what it did not take.
+            let writeWatch = left == .waitingForSocket ? outbox.withLock { $0.descriptor } : nil
+            if let writeWatch { fds.append(pollfd(fd: writeWatch, events: Int16(POLLOUT), revents: 0)) }
             // Jobs this thread submitted since it took the queue: they run
             // after what is ready to read, without waiting.
             let (idle, earliest) = shared.withLock { state in
@@ -444,6 +476,7 @@ public final class Connection: @unchecked Sendable {
     }
 
     private func connectionLost() {
+        outbox.withLock { $0.close() }
         let handlers = shared.withLock { state -> [@Sendable () -> Void] in
             state.closed = true
             defer { state.disconnectHandlers = [] }
@@ -462,8 +495,24 @@ public final class Connection: @unchecked Sendable {
     }
 
     private func shutDown() {
+        // What was sent before the close leaves first, as far as the bus
+        // takes it within a second.
+        var left = outbox.withLock { $0.release(connection: raw) }
+        let giveUp = Connection.now() + 1000
+        while left != .nothing, Connection.now() < giveUp {
+            if left == .waitingForSocket, let socket = outbox.withLock({ $0.descriptor }) {
+                var room = [pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)]
+                _ = try? Poll.wait(&room, timeout: 100)
+            } else {
+                dbus_connection_flush(raw)
+            }
+            left = outbox.withLock { $0.flush(connection: raw) }
+        }
         dbus_connection_flush(raw)
-        dbus_connection_close(raw)
+        outbox.withLock { outbox in
+            outbox.close()
+            dbus_connection_close(raw)
+        }
         // libdbus queues the Disconnected signal; dispatching it runs `connectionLost`.
         while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
         connectionLost()

@@ -171,7 +171,10 @@ public final class ObjectServer: Sendable {
 
         // Only a path with nothing of its own needs the (linear) look for
         // objects below it, the rest of every call does without it.
-        guard exported != nil || isManager || !children(of: path).isEmpty else {
+        // Peer answers on every path, as libdbus answers it for a
+        // connection that does not route it to its objects.
+        let isPeer = message.interface == Interface.peer.name.rawValue
+        guard exported != nil || isPeer || isManager || !children(of: path).isEmpty else {
             return .done(.failure(DBusError(.unknownObject, "no object at '\(path.rawValue)'")))
         }
 

@@ -84,6 +84,22 @@ public final class FileDescriptor: Sendable {
         try retryingInterrupts(.write) { Glibc.write(rawValue, bytes.baseAddress, bytes.count) }
     }
 
+    /// Sends the bytes `parts` point at, in order, in one call on a
+    /// socket, without waiting for room and without SIGPIPE where the other
+    /// end has gone; returns how many bytes the socket took, 0 where it
+    /// had no room.
+    /// The corresponding C function is `sendmsg`.
+    public func send(gathering parts: UnsafeMutableBufferPointer<iovec>) throws(Errno) -> Int {
+        var message = msghdr()
+        message.msg_iov = parts.baseAddress
+        message.msg_iovlen = parts.count
+        do {
+            return try retryingInterrupts(.send) { sendmsg(rawValue, &message, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        } catch Errno.wouldBlock {
+            return 0
+        }
+    }
+
     /// Writes all of `bytes`, however many writes that takes.
     public func write(all bytes: UnsafeRawBufferPointer) throws(Errno) {
         var offset = 0
