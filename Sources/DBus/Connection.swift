@@ -272,7 +272,8 @@ public final class Connection: @unchecked Sendable {
         return accepted
     }
 
-    var isOnLoopThread: Bool {
+    /// Whether the calling thread is the connection's loop thread.
+    public var isOnLoopThread: Bool {
         guard let loopThread else { return false }
         return pthread_equal(loopThread, pthread_self()) != 0
     }

@@ -101,6 +101,29 @@ import Testing
         #expect(journal.entries.value.suffix(3).map(\.onLoop) == [true, false, false])
     }
 
+    /// A task's turn given on the loop thread waits for the loop's next
+    /// turn: the loop answers its turn's calls at the turn's end, and a
+    /// sender's later call must not overtake them.
+    @Test func aTaskTurnGivenOnTheLoopStartsAtItsNextTurn() async throws {
+        let loop = Loop()
+        let lanes = NotificationLanes(depth: 64, turnLength: 8, onLoop: loop.submit, isOnLoop: { loop.isRunning })
+        let journal = Journal()
+        // Given on the loop (as a call read from the bus is): queued there.
+        let accepted = Locked(false)
+        #expect(loop.submit { accepted.value = lanes.enqueue(":1.1", journal.waiting("w1", loop)) })
+        loop.turn()
+        #expect(accepted.value)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(journal.names.isEmpty, "the task started before the loop's next turn")
+        #expect(loop.queued == 1)
+        loop.turn()
+        #expect(try await eventually(60) { journal.names == ["w1"] })
+        // Given off the loop: the task starts at once.
+        #expect(lanes.enqueue(":1.2", journal.waiting("w2", loop)))
+        #expect(try await eventually(60) { journal.names == ["w1", "w2"] })
+        #expect(loop.queued == 0)
+    }
+
     @Test func aFullLaneRefusesAndAClosedLoopFallsBackToATask() async throws {
         let loop = Loop()
         let lanes = NotificationLanes(depth: 3, turnLength: 8, onLoop: loop.submit)

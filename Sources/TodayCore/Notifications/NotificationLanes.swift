@@ -11,8 +11,7 @@ import Synchronization
 ///
 /// A call that has nothing to wait for (`Work.ready`) takes its turn on
 /// the connection's loop thread (`onLoop`), between two reads from the bus:
-/// no thread is woken for it, and its answer leaves from the thread that
-/// owns the socket. A call that must wait (`Work.waiting`: who its caller
+/// no thread is woken for it, and its answer leaves with the turn's others. A call that must wait (`Work.waiting`: who its caller
 /// is, a picture to compress) takes its turn in a task, with the ready
 /// calls queued behind it.
 ///
@@ -84,11 +83,17 @@ final class NotificationLanes: Sendable {
     /// Runs a job on the connection's loop thread, after the jobs before
     /// it; false where it cannot (the connection is closed).
     private let onLoop: @Sendable (@escaping @Sendable () -> Void) -> Bool
+    /// Whether the calling thread is the loop thread.
+    private let isOnLoop: @Sendable () -> Bool
 
-    init(depth: Int = 256, turnLength: Int = 8, onLoop: @escaping @Sendable (@escaping @Sendable () -> Void) -> Bool) {
+    init(
+        depth: Int = 256, turnLength: Int = 8, onLoop: @escaping @Sendable (@escaping @Sendable () -> Void) -> Bool,
+        isOnLoop: @escaping @Sendable () -> Bool = { false }
+    ) {
         self.depth = depth
         self.turnLength = turnLength
         self.onLoop = onLoop
+        self.isOnLoop = isOnLoop
     }
 
     /// Whether `sender` has no call waiting or running: one answered now
@@ -120,9 +125,13 @@ final class NotificationLanes: Sendable {
     }
 
     /// Gives `sender`'s lane its next turn: on the loop thread where its
-    /// next call is ready, else in a task.
+    /// next call is ready, else in a task. A task's turn given on the loop
+    /// thread starts at the loop's next turn: the calls the loop answered
+    /// in this one are answered at its end (`NotificationService.keepTurn`),
+    /// and the sender's later calls never overtake them.
     private func schedule(_ sender: String, ready: Bool) {
         if ready, onLoop({ self.loopTurn(sender) }) { return }
+        if isOnLoop(), onLoop({ Task { await self.taskTurn(sender) } }) { return }
         Task { await self.taskTurn(sender) }
     }
 

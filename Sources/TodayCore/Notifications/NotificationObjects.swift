@@ -12,20 +12,20 @@ extension NotificationService {
             bindings: [
                 F.notify.deferred { call, answer, appName, replaces, appIcon, summary, body, actions, hints, timeout in
                     let service = try late.get()
-                    let post = { @Sendable (caller: String?) throws -> ([Value], Posted) in
+                    let post = { @Sendable (caller: String?, atTurnEnd: Bool) throws -> ([Value], Posted) in
                         // Counted before it is read: beyond the rate, a
                         // notification costs no parsing.
                         try service.admit(Self.appID(caller: caller, appName: appName, hints: hints))
                         let posting = try Self.posting(
                             appName: appName, replaces: replaces, appIcon: appIcon, summary: summary, body: body, actions: actions,
                             hints: hints, timeout: timeout, caller: caller)
-                        let posted = try service.post(consume posting)
+                        let posted = try service.post(consume posting, atTurnEnd: atTurnEnd)
                         return ([.uint32(posted.id)], posted)
                     }
                     if let caller = service.readyCaller(call, body: body, hints: hints) {
-                        try service.inTurn(call, answer, ready: { try post(caller.bundleID) })
+                        try service.inTurn(call, answer, ready: { atTurnEnd in try post(caller.bundleID, atTurnEnd) })
                     } else {
-                        try service.inTurn(call, answer) { try post(await service.callerApp(call)) }
+                        try service.inTurn(call, answer) { try post(await service.callerApp(call), false) }
                     }
                 },
                 F.closeNotification.immediate { _, id in

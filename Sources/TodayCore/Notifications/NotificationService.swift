@@ -24,6 +24,9 @@ final class NotificationService: Sendable {
     /// The loop's turn (`Connection.turn`) and how many Notify were
     /// answered at once in it (`inTurn(_:_:ready:)`).
     private let answeredAtOnce = Mutex<(turn: UInt64, count: Int)>((0, 0))
+    /// The Notify calls the loop thread posted in its current turn, kept
+    /// and answered at the turn's end (`keepTurn`).
+    private let turnPosts = Mutex<[TurnPost]>([])
     /// ListNotifications' reply, marshalled at the first call after a
     /// change of the list, with the list's generation it was made from.
     private let listTemplate = Mutex<(generation: UInt64, reply: ReplyTemplate)?>(nil)
@@ -76,7 +79,7 @@ final class NotificationService: Sendable {
         self.directories = directories
         sounds = NotificationSounds(themes: SoundThemes(directories: directories), environment: environment, log: log)
         commands = NotifyCommand(environment: environment, log: log)
-        lanes = NotificationLanes(onLoop: { job in connection.submit(job) })
+        lanes = NotificationLanes(onLoop: { job in connection.submit(job) }, isOnLoop: { connection.isOnLoopThread })
         self.appOf = appOf
         self.iconOf = iconOf
         self.identities = identities
@@ -111,6 +114,7 @@ final class NotificationService: Sendable {
         }
         late.set(self)
         store.follow { [weak self] in self?.list }
+        connection.beforeWriting { [weak self] in self?.keepTurn() }
     }
 
     /// Exports the two servers' objects, closes what expired while todayd
@@ -244,7 +248,12 @@ final class NotificationService: Sendable {
     /// behind a lane; beyond that the calls queue in their lanes, and a
     /// sender that has calls in its lane keeps to it until it empties, so
     /// that no sender waits behind another's flood.
-    func inTurn(_ call: MethodCall, _ answer: PendingAnswer, ready work: @escaping @Sendable () throws -> ([Value], Posted)) throws {
+    ///
+    /// On the loop thread, what the call posts is kept, and the call
+    /// answered, at the end of the loop's turn with the turn's other posts
+    /// (`keepTurn`): one write to the journal for all of them, and their
+    /// answers in one write to the bus. `work` is told so (`atTurnEnd`).
+    func inTurn(_ call: MethodCall, _ answer: PendingAnswer, ready work: @escaping @Sendable (_ atTurnEnd: Bool) throws -> ([Value], Posted)) throws {
         let turn = call.connection.turn
         if lanes.isIdle(call.sender) {
             let inBudget = answeredAtOnce.withLock { answered in
@@ -253,9 +262,9 @@ final class NotificationService: Sendable {
                 answered.count += 1
                 return true
             }
-            if inBudget { return answerNow(answer, work) }
+            if inBudget { return answerNow(answer, work, atTurnEnd: true) }
         }
-        try enqueue(call, .ready { [self] in answerNow(answer, work) })
+        try enqueue(call, .ready { [self] in answerNow(answer, work, atTurnEnd: connection.isOnLoopThread) })
     }
 
     private func enqueue(_ call: MethodCall, _ work: NotificationLanes.Work) throws {
@@ -290,15 +299,62 @@ final class NotificationService: Sendable {
     static let pictureHints: Set<String> = ["image-data", "image_data", "icon_data"]
 
     /// Answers with what `work` returns or throws, then announces what it
-    /// posted.
-    private func answerNow(_ answer: PendingAnswer, _ work: () throws -> ([Value], Posted)) {
+    /// posted; on the loop thread (`atTurnEnd`), a post is answered and
+    /// announced once it is kept, at the turn's end (`keepTurn`).
+    private func answerNow(_ answer: PendingAnswer, _ work: (Bool) throws -> ([Value], Posted), atTurnEnd: Bool) {
         do {
-            let (values, posted) = try work()
+            let (values, posted) = try work(atTurnEnd)
+            if let undo = posted.unkept {
+                turnPosts.withLock { $0.append(TurnPost(posted: posted, undo: undo, answer: answer, values: values)) }
+                return
+            }
             answer.succeed(values)
             announce(posted)
         } catch {
             answer.fail(error)
         }
+    }
+
+    /// A post of the loop's turn, not yet kept, and its caller's answer.
+    private struct TurnPost: Sendable {
+        let posted: Posted
+        let undo: NotificationBook.Undo
+        let answer: PendingAnswer
+        let values: [Value]
+    }
+
+    /// Keeps the posts of the loop's turn in one write to the journal,
+    /// then answers and announces each, in order: the connection writes
+    /// what they sent after this, all in one write. Where the journal
+    /// cannot take them, each is taken back and its caller told why.
+    /// Run by the connection at the end of each turn (`beforeWriting`).
+    private func keepTurn() {
+        let posts = turnPosts.withLock { posts -> [TurnPost] in
+            guard !posts.isEmpty else { return [] }
+            defer { posts.removeAll(keepingCapacity: true) }
+            return posts
+        }
+        guard !posts.isEmpty else { return }
+        do {
+            try record(posts.flatMap(\.posted.effects))
+        } catch {
+            book.withLock { book in
+                for post in posts.reversed() { book.takeBack(post.undo) }
+            }
+            let failure = Self.notKept(error, in: store.folder)
+            for post in posts { post.answer.fail(failure) }
+            return
+        }
+        for post in posts {
+            for case .dropImage(let path) in post.posted.effects { store.dropImage(path) }
+            post.answer.succeed(post.values)
+            announce(post.posted)
+        }
+    }
+
+    /// What a caller hears where its notification cannot be kept.
+    private static func notKept(_ error: any Error, in folder: String) -> TodayError {
+        TodayError.storage("the notification cannot be kept (\(error)); nothing was posted. Free some space in \(folder) and send it again")
     }
 
     /// Counts a notification of `appID` against its app's rate, before it
@@ -324,6 +380,9 @@ final class NotificationService: Sendable {
         typealias Command = (argv: [String], notification: TodayNotification)
         /// Where there is one.
         var command: Command?
+        /// What takes the post back, where it is not kept yet: it is kept
+        /// at the loop's turn end (`keepTurn`). Nil once kept.
+        var unkept: NotificationBook.Undo?
     }
 
     /// Sends what a post left to announce, and runs the user's
@@ -336,8 +395,10 @@ final class NotificationService: Sendable {
     }
 
     /// Posts `posting` and keeps what follows; the store has it before
-    /// this returns, and the rest waits for `announce`.
-    func post(_ posting: consuming NotificationBook.Posting) throws -> Posted {
+    /// this returns, and the rest waits for `announce`. With `atTurnEnd`
+    /// (on the loop thread), it is kept at the end of the loop's turn
+    /// instead (`keepTurn`), and the post says how to take it back.
+    func post(_ posting: consuming NotificationBook.Posting, atTurnEnd: Bool = false) throws -> Posted {
         // The picture is kept as a PNG file, not in memory: a thousand
         // notifications with pictures cost their paths.
         if let image = posting.notification.image {
@@ -351,14 +412,14 @@ final class NotificationService: Sendable {
         }
         let kept = posting.notification.imageFile
         do {
-            return try post(kept: consume posting)
+            return try post(kept: consume posting, atTurnEnd: atTurnEnd)
         } catch {
             if let kept { store.dropImage(kept) }
             throw error
         }
     }
 
-    private func post(kept posting: consuming NotificationBook.Posting) throws -> Posted {
+    private func post(kept posting: consuming NotificationBook.Posting, atTurnEnd: Bool) throws -> Posted {
         let at = clock.now
         var reserveNext = false
         // Handed to the book whole, so that the notification it makes of
@@ -408,6 +469,7 @@ final class NotificationService: Sendable {
             // The expiry looks sooner even where the post is taken back:
             // the book's next look moved, and a look too early finds nothing.
             if sooner { expiry.withLock { $0 }?.poke() }
+            if atTurnEnd { return Posted(id: id, effects: effects, command: command, unkept: undo) }
             // What is kept is on disk before the answer; what is announced
             // waits for the caller's answer (`announce`), so that the
             // answer does not queue behind the signals at the bus.
@@ -417,8 +479,7 @@ final class NotificationService: Sendable {
                 // Not kept, not given: the caller hears why, and the list
                 // is as it was (nothing it took out is closed or announced).
                 book.withLock { $0.takeBack(undo) }
-                throw TodayError.storage(
-                    "the notification cannot be kept (\(error)); nothing was posted. Free some space in \(store.folder) and send it again")
+                throw Self.notKept(error, in: store.folder)
             }
             for case .dropImage(let path) in effects { store.dropImage(path) }
             return Posted(id: id, effects: effects, command: command)
