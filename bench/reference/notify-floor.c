@@ -1,7 +1,7 @@
 /* notify-floor: the fastest a notification server answers on this machine,
  * the floor todayd's Notify is measured against.
  *
- *   notify-floor [--keep FILE]
+ *   notify-floor [--keep FILE [--batch]]
  *
  * Owns org.freedesktop.Notifications on the session bus
  * (DBUS_SESSION_BUS_ADDRESS) and answers Notify(susssasa{sv}i) with the
@@ -13,15 +13,85 @@
  * section 14): each notification is appended to FILE with one write()
  * before the answer (its id and the message as D-Bus marshals it), and once
  * 1,000 are kept, NotificationClosed(id, 4) goes out for the oldest after
- * each answer. */
+ * each answer.
+ *
+ * With --batch as well, the least such a server does when it takes what
+ * one read of its socket brought together: the records of all those calls
+ * in one write() to FILE, then all their answers and signals, marshalled
+ * into one buffer with serials of its own, in one write() to the bus's
+ * socket (libdbus writes one message a write). This is what todayd does
+ * with a turn of its loop. */
 #include "notify-name.h"
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define KEPT 1000
+
+/* Bytes gathered for one write(). */
+struct buffer {
+    unsigned char *bytes;
+    size_t length, capacity;
+};
+
+/* Appends `count` bytes to `buffer`; 0 where there is no memory. */
+static int append(struct buffer *buffer, const void *bytes, size_t count) {
+    if (buffer->length + count > buffer->capacity) {
+        size_t capacity = buffer->capacity ? buffer->capacity : 4096;
+        while (capacity < buffer->length + count) capacity *= 2;
+        unsigned char *grown = realloc(buffer->bytes, capacity);
+        if (!grown) return 0;
+        buffer->bytes = grown;
+        buffer->capacity = capacity;
+    }
+    memcpy(buffer->bytes + buffer->length, bytes, count);
+    buffer->length += count;
+    return 1;
+}
+
+/* Appends the record of `message` as `id` to `buffer`; 0 where it could not. */
+static int record(struct buffer *buffer, dbus_uint32_t id, DBusMessage *message) {
+    char *bytes = NULL;
+    int length = 0;
+    if (!dbus_message_marshal(message, &bytes, &length)) return 0;
+    uint32_t header[2] = {id, (uint32_t)length};
+    int done = append(buffer, header, 8) && append(buffer, bytes, (size_t)length);
+    dbus_free(bytes);
+    return done;
+}
+
+/* Appends `message`, given the next of `serial`, as the bus reads it. */
+static int marshal(struct buffer *buffer, DBusMessage *message, dbus_uint32_t *serial) {
+    dbus_message_set_serial(message, (*serial)++);
+    char *bytes = NULL;
+    int length = 0;
+    if (!dbus_message_marshal(message, &bytes, &length)) return 0;
+    int done = append(buffer, bytes, (size_t)length);
+    dbus_free(bytes);
+    return done;
+}
+
+/* Writes all of `buffer` to `fd`, waiting for room where it is
+ * non-blocking; 0 where it fails. */
+static int write_all(int fd, const struct buffer *buffer) {
+    size_t done = 0;
+    while (done < buffer->length) {
+        ssize_t written = write(fd, buffer->bytes + done, buffer->length - done);
+        if (written > 0) {
+            done += (size_t)written;
+        } else if (written < 0 && (errno == EAGAIN || errno == EINTR)) {
+            struct pollfd room = {.fd = fd, .events = POLLOUT};
+            poll(&room, 1, -1);
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 /* Appends the notification `message` as `id` to `file` in one write();
  * 0 where it could not. */
@@ -62,19 +132,31 @@ static DBusMessage *closed_signal(dbus_uint32_t id, dbus_uint32_t reason) {
 }
 
 int main(int argc, char **argv) {
-    int file = -1;
-    if (argc == 3 && strcmp(argv[1], "--keep") == 0) {
+    int file = -1, batch = argc == 4 && strcmp(argv[3], "--batch") == 0;
+    if ((argc == 3 || batch) && strcmp(argv[1], "--keep") == 0) {
         file = open(argv[2], O_WRONLY | O_APPEND | O_CREAT | O_TRUNC, 0600);
         if (file < 0) {
             perror(argv[2]);
             return 1;
         }
     } else if (argc != 1) {
-        fprintf(stderr, "usage: notify-floor [--keep FILE]\n");
+        fprintf(stderr, "usage: notify-floor [--keep FILE [--batch]]\n");
         return 2;
     }
     DBusConnection *bus = own_notifications_name("notify-floor");
     if (!bus) return 1;
+    int socket = -1;
+    if (batch && !dbus_connection_get_socket(bus, &socket)) {
+        fprintf(stderr, "notify-floor: no socket to write to\n");
+        return 1;
+    }
+    /* --batch: the records, and the answers and signals, of one read. */
+    struct buffer records = {0}, wire = {0};
+    DBusMessage **out = NULL;
+    size_t outs = 0, out_capacity = 0;
+    /* Serials of the messages written here; libdbus gave Hello and the
+     * name's request the first ones. */
+    dbus_uint32_t serial = 1000;
     dbus_uint32_t counter = 0;
     /* The ids kept, oldest first, as a ring. */
     static dbus_uint32_t kept[KEPT];
@@ -89,7 +171,9 @@ int main(int argc, char **argv) {
             DBusMessage *reply, *closed = NULL;
             if (dbus_message_is_method_call(message, notifications_name, "Notify") && dbus_message_has_signature(message, "susssasa{sv}i")) {
                 counter = counter == UINT32_MAX ? 1 : counter + 1;
-                if (file >= 0 && !keep(file, counter, message)) {
+                if (batch && !record(&records, counter, message)) {
+                    reply = dbus_message_new_error(message, DBUS_ERROR_FAILED, "notify-floor cannot keep the notification");
+                } else if (!batch && file >= 0 && !keep(file, counter, message)) {
                     reply = dbus_message_new_error(message, DBUS_ERROR_FAILED, "notify-floor cannot keep the notification");
                 } else {
                     reply = dbus_message_new_method_return(message);
@@ -113,6 +197,23 @@ int main(int argc, char **argv) {
             } else {
                 reply = dbus_message_new_error(message, DBUS_ERROR_UNKNOWN_METHOD, "notify-floor answers Notify only");
             }
+            if (batch) {
+                /* Sent once what this read brought is kept. */
+                if (outs + 2 > out_capacity) {
+                    out_capacity = out_capacity ? 2 * out_capacity : 64;
+                    DBusMessage **grown = realloc(out, out_capacity * sizeof *out);
+                    if (!grown) return 1;
+                    out = grown;
+                }
+                if (!dbus_message_get_no_reply(message)) {
+                    out[outs++] = reply;
+                } else {
+                    dbus_message_unref(reply);
+                }
+                if (closed) out[outs++] = closed;
+                dbus_message_unref(message);
+                continue;
+            }
             if (!dbus_message_get_no_reply(message)) dbus_connection_send(bus, reply, NULL);
             dbus_message_unref(reply);
             if (closed) {
@@ -120,6 +221,20 @@ int main(int argc, char **argv) {
                 dbus_message_unref(closed);
             }
             dbus_message_unref(message);
+        }
+        if (batch && outs > 0) {
+            if (records.length > 0 && !write_all(file, &records)) {
+                perror("notify-floor: the journal");
+                return 1;
+            }
+            records.length = 0;
+            for (size_t index = 0; index < outs; index++) {
+                if (!marshal(&wire, out[index], &serial)) return 1;
+                dbus_message_unref(out[index]);
+            }
+            outs = 0;
+            if (!write_all(socket, &wire)) break;
+            wire.length = 0;
         }
     }
     return 0;
