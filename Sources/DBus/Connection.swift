@@ -211,6 +211,19 @@ public final class Connection: @unchecked Sendable {
         if left != .nothing, !isOnLoopThread { submit {} }
     }
 
+    /// Sends a copy of `stencil` with `values` (and, for a reply, reply
+    /// serial `serial`), as `send(_:)` sends a message, laid out straight
+    /// into the outbox's bytes; false, and nothing sent, where the values
+    /// do not fit the stencil.
+    func send(_ stencil: MessageStencil, replyingTo serial: UInt32? = nil, _ values: [Value]) -> Bool {
+        let (fits, left) = outbox.withLock { outbox -> (Bool, Outbox.Left) in
+            guard outbox.append(stencil, replyingTo: serial, values) else { return (false, .nothing) }
+            return (true, outbox.flush(connection: raw))
+        }
+        if left != .nothing, !isOnLoopThread { submit {} }
+        return fits
+    }
+
     /// Runs `hook` on the loop thread at the end of each turn's work (its
     /// jobs and what it read), before the messages the turn sent are
     /// written: what it sends leaves with them. A service that keeps what

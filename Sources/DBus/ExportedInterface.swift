@@ -316,10 +316,7 @@ public final class ExportedInterface: Sendable {
         let stenciled = destination == nil && !arguments.isEmpty && arguments.allSatisfy { $0.fixedBits != nil }
         let target = state.withLock { state in (state.connection, state.path, stenciled ? state.stencils[name] : nil) }
         guard let connection = target.0, let path = target.1 else { return }
-        if let stencil = target.2, let message = stencil.copy(arguments) {
-            connection.send(message)
-            return
-        }
+        if let stencil = target.2, connection.send(stencil, arguments) { return }
         let message = try MessageHandle.signal(path: path, interface: interface.name, member: signal.name, arguments)
         if let destination { message.setDestination(destination.rawValue) }
         if stenciled, let layout = MessageLayout.current,

@@ -149,6 +149,10 @@ final class MessageStencil: @unchecked Sendable {
     /// Where a reply's serial is in the header.
     private let replySerial: Int?
     private let bigEndian: Bool
+    /// The template as the bus reads it (serial 0), and where its body
+    /// starts: what `write(into:serial:replyingTo:_:)` lays out.
+    private let wire: [UInt8]
+    private let headerLength: Int
 
     /// A stencil of `message`, which has not been sent (its serial is 0)
     /// and whose body's types are `types`; nil where no layout is known,
@@ -177,6 +181,8 @@ final class MessageStencil: @unchecked Sendable {
         }
         guard offset <= wire.count - headerLength else { return nil }
         self.slots = slots
+        self.wire = Array(wire)
+        self.headerLength = headerLength
         replySerial = Self.fieldValue(DBUS_HEADER_FIELD_REPLY_SERIAL, in: UnsafeRawBufferPointer(rebasing: wire[..<headerLength]), bigEndian: bigEndian)
     }
 
@@ -201,6 +207,31 @@ final class MessageStencil: @unchecked Sendable {
             put(UInt64(serial), width: 4, into: header, at: replySerial)
         }
         return message
+    }
+
+    /// Appends to `bytes` the message a copy with `values` would be (see
+    /// `copy`), as the bus reads it, with serial `own`: no libdbus message
+    /// is made, for a sender that writes bytes (`Outbox`). False, and
+    /// nothing appended, where `values` do not fit.
+    func write(into bytes: inout [UInt8], serial own: UInt32, replyingTo serial: UInt32? = nil, _ values: [Value]) -> Bool {
+        guard values.count <= slots.count, serial == nil || replySerial != nil else { return false }
+        for (index, value) in values.enumerated() where value.type != types[index] || value.fixedBits == nil { return false }
+        let start = bytes.count
+        bytes.append(contentsOf: wire)
+        bytes.withUnsafeMutableBytes { all in
+            let message = UnsafeMutableRawBufferPointer(rebasing: all[start...])
+            let body = UnsafeMutableRawBufferPointer(rebasing: message[headerLength...])
+            for (index, value) in values.enumerated() {
+                guard let bits = value.fixedBits else { continue }
+                let (offset, width) = slots[index]
+                put(bits, width: width, into: body, at: offset)
+            }
+            if let serial, let replySerial { put(UInt64(serial), width: 4, into: message, at: replySerial) }
+            // The fixed header's serial: endianness, type, flags and
+            // version (a byte each), then the body's length.
+            put(UInt64(own), width: 4, into: message, at: 8)
+        }
+        return true
     }
 
     private func put(_ bits: UInt64, width: Int, into bytes: UnsafeMutableRawBufferPointer, at offset: Int) {

@@ -376,7 +376,7 @@ public final class ObjectServer: Sendable {
                     throw DBusError.failed("the service answered with '\(actual)' where '\(expected)' is declared")
                 }
             }
-            connection.send(try makeReply(to: call, values))
+            try sendReply(to: call, values, on: connection)
         } catch {
             let dbusError = (error as? any DBusErrorConvertible)?.dbusError ?? DBusError.failed("\(error)")
             guard let reply = try? MessageHandle.error(to: call, dbusError) else { return }
@@ -390,22 +390,23 @@ extension ObjectServer {
     /// dropped and made again as callers call.
     static let stencilsKept = 256
 
-    /// The reply to `call` carrying `values`: where all are numbers, a
-    /// copy of the stencil kept for its caller (`MessageStencil`), made
-    /// from the first such reply to it; else built.
-    fileprivate func makeReply(to call: MessageHandle, _ values: [Value]) throws -> MessageHandle {
+    /// Sends the reply to `call` carrying `values`: where all are numbers,
+    /// a copy of the stencil kept for its caller (`MessageStencil`), made
+    /// from the first such reply to it, laid out in the outbox; else built.
+    fileprivate func sendReply(to call: MessageHandle, _ values: [Value], on connection: Connection) throws {
         guard let layout = MessageLayout.current, !values.isEmpty, values.allSatisfy({ $0.fixedBits != nil }),
             let sender = dbus_message_get_sender(call.pointer)
         else {
             let reply = try MessageHandle.methodReturn(to: call)
             try reply.append(values)
-            return reply
+            connection.send(reply)
+            return
         }
         let caller = String(cString: sender)
         if let stencil = replyStencils.withLock({ $0[caller] }), stencil.types.count == values.count,
-            let reply = stencil.copy(replyingTo: dbus_message_get_serial(call.pointer), values)
+            connection.send(stencil, replyingTo: dbus_message_get_serial(call.pointer), values)
         {
-            return reply
+            return
         }
         let reply = try MessageHandle.methodReturn(to: call)
         try reply.append(values)
@@ -415,7 +416,7 @@ extension ObjectServer {
                 stencils[caller] = stencil
             }
         }
-        return reply
+        connection.send(reply)
     }
 }
 

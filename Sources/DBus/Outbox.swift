@@ -24,10 +24,12 @@ import Posix
 /// with nothing of ours written until libdbus has written all of it.
 struct Outbox {
     /// A message waiting, whole or in part.
-    private enum Entry {
+    fileprivate enum Entry {
         /// Bytes of ours to write: a message's header and body, kept alive
         /// by `owner`.
         case bytes(owner: AnyObject, header: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)
+        /// A message laid out in `laidOut`, from `start`, `count` bytes long.
+        case laidOut(start: Int, count: Int)
         /// A message that carries file descriptors, for libdbus to send.
         case libdbus(MessageHandle)
         /// Written, and let go.
@@ -51,6 +53,9 @@ struct Outbox {
     /// another file's by the time a thread writes. Nil once closed.
     private var socket: FileDescriptor?
     private var entries: [Entry] = []
+    /// The bytes of the messages queued as copies of a stencil
+    /// (`append(_:replyingTo:_:)`), emptied with the queue.
+    private var laidOut: [UInt8] = []
     /// The entries before `head` are written.
     private var head = 0
     /// Bytes of the entry at `head` already written.
@@ -100,6 +105,19 @@ struct Outbox {
         return serial
     }
 
+    /// Queues a copy of `stencil` with `values` (and, for a reply, reply
+    /// serial `serial`), laid out in the outbox's own bytes: no libdbus
+    /// message is made for it. False, and nothing queued, where the values
+    /// do not fit the stencil.
+    mutating func append(_ stencil: MessageStencil, replyingTo serial: UInt32? = nil, _ values: [Value]) -> Bool {
+        guard socket != nil else { return true }
+        let start = laidOut.count
+        guard stencil.write(into: &laidOut, serial: nextSerial, replyingTo: serial, values) else { return false }
+        nextSerial = nextSerial == UInt32.max ? 1 : nextSerial + 1
+        entries.append(.laidOut(start: start, count: laidOut.count - start))
+        return true
+    }
+
     /// From now until `release`, messages are only queued.
     mutating func hold() { holding = true }
 
@@ -137,6 +155,7 @@ struct Outbox {
             }
         }
         entries.removeAll(keepingCapacity: entries.capacity <= 256)
+        laidOut.removeAll(keepingCapacity: laidOut.capacity <= 1 << 16)
         head = 0
         return .nothing
     }
@@ -144,6 +163,7 @@ struct Outbox {
     /// Everything queued, forgotten: the socket is broken.
     mutating func drop() {
         entries.removeAll()
+        laidOut.removeAll()
         head = 0
         written = 0
     }
@@ -161,7 +181,7 @@ struct Outbox {
     /// nil where it failed.
     private mutating func writeSome() -> Bool? {
         let end = min(entries.count, head + Self.messagesPerWrite)
-        let taken: Int? = withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2 * Self.messagesPerWrite) { vectors in
+        let taken: Int? = laidOut.withUnsafeBytes { laidOut in withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2 * Self.messagesPerWrite) { vectors in
             var count = 0
             // The first entry's bytes already written are left out.
             var skip = written
@@ -175,18 +195,25 @@ struct Outbox {
                 skip = 0
             }
             for index in head..<end {
-                guard case .bytes(_, let header, let body) = entries[index] else { break }
-                add(header)
-                add(body)
+                switch entries[index] {
+                case .bytes(_, let header, let body):
+                    add(header)
+                    add(body)
+                case .laidOut(let start, let length):
+                    add(UnsafeRawBufferPointer(rebasing: laidOut[start..<start + length]))
+                case .libdbus, .gone:
+                    break
+                }
+                if case .libdbus = entries[index] { break }
             }
             guard let socket else { return nil }
             return try? socket.send(gathering: UnsafeMutableBufferPointer(rebasing: vectors[..<count]))
-        }
+        } }
         guard let taken else { return nil }
         guard taken > 0 else { return false }
         var left = taken
-        while left > 0, head < entries.count, case .bytes(_, let header, let body) = entries[head] {
-            let rest = header.count + body.count - written
+        while left > 0, head < entries.count, let length = entries[head].length {
+            let rest = length - written
             if left < rest {
                 written += left
                 break
@@ -201,6 +228,17 @@ struct Outbox {
         entries[head] = .gone
         head += 1
         written = 0
+    }
+}
+
+extension Outbox.Entry {
+    /// The bytes of a message written here; nil for one libdbus writes.
+    fileprivate var length: Int? {
+        switch self {
+        case .bytes(_, let header, let body): header.count + body.count
+        case .laidOut(_, let count): count
+        case .libdbus, .gone: nil
+        }
     }
 }
 

@@ -43,6 +43,10 @@ import Testing
             #expect(copied == expected)
             let read = try copy.decodeBody()
             #expect(read == values)
+            // Laid out as bytes (what the outbox sends), the same message.
+            var laidOut: [UInt8] = [0xEE]
+            #expect(stencil.write(into: &laidOut, serial: 1, replyingTo: serial, values))
+            #expect(Data(laidOut.dropFirst()) == expected)
         }
         // The stencil is left as it was made.
         let kept = try MessageHandle(owning: try #require(dbus_message_copy(first.pointer))).decodeBody()
@@ -62,6 +66,9 @@ import Testing
             let copied = try copy.marshalled()
             let expected = try built.marshalled()
             #expect(copied == expected)
+            var laidOut: [UInt8] = []
+            #expect(stencil.write(into: &laidOut, serial: 1, [.uint32(id), .uint32(reason)]))
+            #expect(Data(laidOut) == expected)
         }
     }
 
@@ -72,6 +79,10 @@ import Testing
         #expect(stencil.copy(replyingTo: 4, [.int32(1)]) == nil)
         #expect(stencil.copy(replyingTo: 4, [.string("1")]) == nil)
         #expect(stencil.copy(replyingTo: 4, [.uint32(1), .uint32(2)]) == nil)
+        var laidOut: [UInt8] = []
+        #expect(!stencil.write(into: &laidOut, serial: 1, replyingTo: 4, [.int32(1)]))
+        #expect(!stencil.write(into: &laidOut, serial: 1, replyingTo: 4, [.uint32(1), .uint32(2)]))
+        #expect(laidOut.isEmpty)
         // A message already sent has its serial: no stencil of it.
         dbus_message_set_serial(first.pointer, 9)
         #expect(MessageStencil(copying: first.pointer, layout: layout, types: [.uint32]) == nil)

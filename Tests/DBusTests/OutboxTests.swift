@@ -122,6 +122,44 @@ import Testing
         }
     }
 
+    @Test func stencilCopiesAndBuiltMessagesLeaveInTheirOrder() throws {
+        let layout = try #require(MessageLayout.current)
+        let pair = try Pair(sendBuffer: 4096)
+        var outbox = try #require(Outbox(socket: pair.ours))
+        let path = ObjectPath("/org/example/Outbox")
+        let first = try MessageHandle.signal(path: path, interface: InterfaceName("org.example.Outbox"), member: MemberName("N"), [.uint32(0)])
+        let stencil = try #require(MessageStencil(copying: first.pointer, layout: layout, types: [.uint32]))
+        outbox.hold()
+        let built = try Self.signals(400, padding: 300)
+        for (index, signal) in built.enumerated() {
+            _ = outbox.append(signal)
+            let fits = outbox.append(stencil, [.uint32(UInt32(index))])
+            #expect(fits)
+        }
+        let refused = !outbox.append(stencil, [.string("not a number")])
+        #expect(refused)
+        var left = outbox.release(connection: nil)
+        var stream: [UInt8] = []
+        var rounds = 0
+        while left != .nothing, rounds < 10_000 {
+            stream += pair.readOnce(limit: 999)
+            left = outbox.flush(connection: nil)
+            rounds += 1
+        }
+        while true {
+            let more = pair.readOnce()
+            if more.isEmpty { break }
+            stream += more
+        }
+        let read = try Self.messages(in: stream)
+        #expect(read.count == 800)
+        #expect(Set(read.map(\.serial)).count == 800)
+        for index in 0..<400 where read.count == 800 {
+            #expect(read[2 * index].body.first == .uint32(UInt32(index)) && read[2 * index].body.count == 2)
+            #expect(read[2 * index + 1].body == [.uint32(UInt32(index))])
+        }
+    }
+
     @Test func aClosedOutboxWritesNothing() throws {
         let pair = try Pair()
         var outbox = try #require(Outbox(socket: pair.ours))
