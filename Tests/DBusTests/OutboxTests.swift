@@ -70,6 +70,27 @@ import Testing
         return found
     }
 
+    /// Reads the other end `readingAtOnce` bytes at a time (an odd amount,
+    /// so that writes end mid-message), writing what the outbox has `left`
+    /// between reads, until all of it is written and read; what was read.
+    static func drain(_ outbox: inout Outbox, into pair: Pair, left: Outbox.Left, readingAtOnce limit: Int) -> [UInt8] {
+        var left = left
+        var stream: [UInt8] = []
+        var rounds = 0
+        while left != .nothing, rounds < 10_000 {
+            stream += pair.readOnce(limit: limit)
+            left = outbox.flush(connection: nil)
+            rounds += 1
+        }
+        #expect(left == .nothing)
+        while true {
+            let more = pair.readOnce()
+            if more.isEmpty { break }
+            stream += more
+        }
+        return stream
+    }
+
     @Test func aTurnsMessagesLeaveInOneWriteInOrder() throws {
         let pair = try Pair()
         var outbox = try #require(Outbox(socket: pair.ours))
@@ -99,23 +120,9 @@ import Testing
         let sent = try Self.signals(300, padding: 1000)
         outbox.hold()
         for signal in sent { _ = outbox.append(signal) }
-        var left = outbox.release(connection: nil)
+        let left = outbox.release(connection: nil)
         #expect(left == .waitingForSocket, "300 KiB fit a socket of 4 KiB")
-        var stream: [UInt8] = []
-        var rounds = 0
-        while left != .nothing, rounds < 10_000 {
-            // The reader takes an odd amount, so writes end mid-message.
-            stream += pair.readOnce(limit: 1237)
-            left = outbox.flush(connection: nil)
-            rounds += 1
-        }
-        #expect(left == .nothing)
-        while true {
-            let more = pair.readOnce()
-            if more.isEmpty { break }
-            stream += more
-        }
-        let read = try Self.messages(in: stream)
+        let read = try Self.messages(in: Self.drain(&outbox, into: pair, left: left, readingAtOnce: 1237))
         #expect(read.count == 300)
         for (index, message) in read.enumerated() {
             #expect(message.body == [.uint32(UInt32(index)), .bytes(Data(repeating: UInt8(index % 251), count: 1000))])
@@ -138,20 +145,8 @@ import Testing
         }
         let refused = !outbox.append(stencil, [.string("not a number")])
         #expect(refused)
-        var left = outbox.release(connection: nil)
-        var stream: [UInt8] = []
-        var rounds = 0
-        while left != .nothing, rounds < 10_000 {
-            stream += pair.readOnce(limit: 999)
-            left = outbox.flush(connection: nil)
-            rounds += 1
-        }
-        while true {
-            let more = pair.readOnce()
-            if more.isEmpty { break }
-            stream += more
-        }
-        let read = try Self.messages(in: stream)
+        let left = outbox.release(connection: nil)
+        let read = try Self.messages(in: Self.drain(&outbox, into: pair, left: left, readingAtOnce: 999))
         #expect(read.count == 800)
         #expect(Set(read.map(\.serial)).count == 800)
         for index in 0..<400 where read.count == 800 {
