@@ -41,6 +41,7 @@ test: test-build
 	timeout 1200 $(TEST_BINARY) --testing-library swift-testing
 	TODAY_TEST_BUILDS=1 timeout 900 $(TEST_BINARY) --testing-library swift-testing --filter NewProjectTests
 	TODAY_TEST_ALONE=1 timeout 600 $(TEST_BINARY) --testing-library swift-testing --filter "SlowAppletTests|PortalTests"
+	TODAY_TEST_ALONE=1 timeout 60 $(TEST_BINARY) --testing-library swift-testing --filter localTimeFollowsTheSystem
 	TODAY_TEST_DISPLAY=1 timeout 600 $(TEST_BINARY) --testing-library swift-testing --filter "TodayViewTests|BannerTests"
 	TODAY_TEST_DISPLAY=1 TODAY_TEST_ALONE=1 timeout 300 $(TEST_BINARY) --testing-library swift-testing --filter aCardDraggedOntoAnotherTakesItsPlace
 	$(MAKE) deb

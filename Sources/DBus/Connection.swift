@@ -93,12 +93,12 @@ public final class Connection: @unchecked Sendable {
         // its own (it would answer Peer calls itself).
         dbus_connection_set_route_peer_messages(raw, 1)
         var socket: Int32 = -1
-        guard dbus_connection_get_socket(raw, &socket) != 0, let outbox = Outbox(socket: socket) else {
+        guard dbus_connection_get_socket(raw, &socket) != 0 else {
             dbus_connection_close(raw)
             dbus_connection_unref(raw)
             throw DBusError.failed("cannot take the bus connection's socket for writing")
         }
-        self.outbox = Mutex(outbox)
+        self.outbox = Mutex(Outbox(socket: socket))
         do {
             wake = try FileDescriptor.eventCounter(nonBlocking: true)
             timer = try FileDescriptor.monotonicTimer()
@@ -367,7 +367,7 @@ public final class Connection: @unchecked Sendable {
             // A message with file descriptors libdbus has not finished
             // writing: write what the socket takes now; the rest enables
             // the write watch polled below.
-            if dbus_connection_has_messages_to_send(raw) != 0 { dbus_connection_read_write(raw, 0) }
+            if dbus_connection_has_messages_to_send(raw) != 0 { libdbusIO { dbus_connection_read_write(raw, 0) } }
             if shared.withLock({ $0.closed }) && pending.isEmpty && watches.isEmpty { break }
             if dbus_connection_get_is_connected(raw) == 0 && shared.withLock({ $0.closed }) { break }
 
@@ -415,7 +415,7 @@ public final class Connection: @unchecked Sendable {
                 if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
                 if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
                 if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
-                dbus_watch_handle(watch, flags)
+                libdbusIO { dbus_watch_handle(watch, flags) }
             }
             fireTimeouts()
         }
@@ -433,6 +433,17 @@ public final class Connection: @unchecked Sendable {
         failPending()
     }
 
+    /// Runs `io`, a libdbus call that may read or write the socket and,
+    /// finding the connection broken, close its descriptor, under the
+    /// outbox's lock: no other thread writes meanwhile, and the outbox
+    /// forgets the descriptor as soon as libdbus has closed it.
+    private func libdbusIO(_ io: () -> Void) {
+        outbox.withLock { outbox in
+            io()
+            if dbus_connection_get_is_connected(raw) == 0 { outbox.forget() }
+        }
+    }
+
     private func pollTimeout() -> Int32 {
         var nearest = Int64.max
         for (timeout, deadline) in timeouts where dbus_timeout_get_enabled(timeout) != 0 {
@@ -447,7 +458,7 @@ public final class Connection: @unchecked Sendable {
         let now = Connection.now()
         for (timeout, deadline) in timeouts where deadline <= now && dbus_timeout_get_enabled(timeout) != 0 {
             timeouts[timeout] = now + Int64(dbus_timeout_get_interval(timeout))
-            dbus_timeout_handle(timeout)
+            libdbusIO { _ = dbus_timeout_handle(timeout) }
         }
         let expired = pending.filter { $0.value.deadline <= now }
         for (serial, reply) in expired {
@@ -490,7 +501,7 @@ public final class Connection: @unchecked Sendable {
     }
 
     private func connectionLost() {
-        outbox.withLock { $0.close() }
+        outbox.withLock { $0.forget() }
         let handlers = shared.withLock { state -> [@Sendable () -> Void] in
             state.closed = true
             defer { state.disconnectHandlers = [] }
@@ -518,13 +529,13 @@ public final class Connection: @unchecked Sendable {
                 var room = [pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)]
                 _ = try? Poll.wait(&room, timeout: 100)
             } else {
-                dbus_connection_flush(raw)
+                libdbusIO { dbus_connection_flush(raw) }
             }
             left = outbox.withLock { $0.flush(connection: raw) }
         }
-        dbus_connection_flush(raw)
         outbox.withLock { outbox in
-            outbox.close()
+            dbus_connection_flush(raw)
+            outbox.forget()
             dbus_connection_close(raw)
         }
         // libdbus queues the Disconnected signal; dispatching it runs `connectionLost`.

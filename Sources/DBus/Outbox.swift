@@ -22,6 +22,8 @@ import Posix
 /// answer them itself, and a message that carries file descriptors (which
 /// only libdbus can pass) is handed to libdbus in its place in the queue,
 /// with nothing of ours written until libdbus has written all of it.
+/// The socket is libdbus's own descriptor: a duplicate would double the
+/// descriptors a process with many connections holds.
 struct Outbox {
     /// A message waiting, whole or in part.
     fileprivate enum Entry {
@@ -48,9 +50,11 @@ struct Outbox {
         case waitingForLibdbus
     }
 
-    /// The connection's socket, a descriptor of the outbox's own: libdbus
-    /// closes its own when the connection ends, and the number could be
-    /// another file's by the time a thread writes. Nil once closed.
+    /// The connection's socket, libdbus's own descriptor, borrowed: libdbus
+    /// closes it when the connection ends, and the number could name
+    /// another file by the time a thread writes, so the connection closes
+    /// the outbox (`forget`) under its lock wherever libdbus may have closed
+    /// it (`Connection.libdbusIO`). Nil once closed.
     private var socket: FileDescriptor?
     private var entries: [Entry] = []
     /// The bytes of the messages queued as copies of a stencil
@@ -69,11 +73,9 @@ struct Outbox {
     /// Messages are at most this many to a write (two parts each).
     static let messagesPerWrite = 64
 
-    /// An outbox for the connection's socket `socket`, which it
-    /// duplicates; nil where it cannot.
-    init?(socket: Int32) {
-        guard let own = try? FileDescriptor(borrowing: socket).duplicate() else { return nil }
-        self.socket = own
+    /// An outbox for the connection's socket `socket`, which it borrows.
+    init(socket: Int32) {
+        self.socket = FileDescriptor(borrowing: socket)
     }
 
     var isEmpty: Bool { head == entries.count }
@@ -142,6 +144,11 @@ struct Outbox {
             if case .libdbus(let message) = entries[head] {
                 if let connection { dbus_connection_send(connection, message.pointer, nil) }
                 advance()
+                // A write that failed closed the descriptor.
+                if let connection, dbus_connection_get_is_connected(connection) == 0 {
+                    forget()
+                    return .nothing
+                }
                 continue
             }
             switch writeSome() {
@@ -168,11 +175,10 @@ struct Outbox {
         written = 0
     }
 
-    /// Forgets what is queued and closes the outbox's socket: the
-    /// connection is closed or lost. Nothing is written after.
-    mutating func close() {
+    /// Forgets what is queued and the socket: the connection is closed or
+    /// lost, and libdbus closes the descriptor. Nothing is written after.
+    mutating func forget() {
         drop()
-        try? socket?.close()
         socket = nil
     }
 

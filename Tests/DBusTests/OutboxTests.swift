@@ -93,7 +93,7 @@ import Testing
 
     @Test func aTurnsMessagesLeaveInOneWriteInOrder() throws {
         let pair = try Pair()
-        var outbox = try #require(Outbox(socket: pair.ours))
+        var outbox = Outbox(socket: pair.ours)
         outbox.hold()
         var serials: [UInt32] = []
         for signal in try Self.signals(20, padding: 100) { serials.append(outbox.append(signal)) }
@@ -116,7 +116,7 @@ import Testing
 
     @Test func whatTheSocketDoesNotTakeLeavesLaterWhole() throws {
         let pair = try Pair(sendBuffer: 4096)
-        var outbox = try #require(Outbox(socket: pair.ours))
+        var outbox = Outbox(socket: pair.ours)
         let sent = try Self.signals(300, padding: 1000)
         outbox.hold()
         for signal in sent { _ = outbox.append(signal) }
@@ -132,7 +132,7 @@ import Testing
     @Test func stencilCopiesAndBuiltMessagesLeaveInTheirOrder() throws {
         let layout = try #require(MessageLayout.current)
         let pair = try Pair(sendBuffer: 4096)
-        var outbox = try #require(Outbox(socket: pair.ours))
+        var outbox = Outbox(socket: pair.ours)
         let path = ObjectPath("/org/example/Outbox")
         let first = try MessageHandle.signal(path: path, interface: InterfaceName("org.example.Outbox"), member: MemberName("N"), [.uint32(0)])
         let stencil = try #require(MessageStencil(copying: first.pointer, layout: layout, types: [.uint32]))
@@ -157,10 +157,10 @@ import Testing
 
     @Test func aClosedOutboxWritesNothing() throws {
         let pair = try Pair()
-        var outbox = try #require(Outbox(socket: pair.ours))
+        var outbox = Outbox(socket: pair.ours)
         outbox.hold()
         _ = outbox.append(try Self.signals(1)[0])
-        outbox.close()
+        outbox.forget()
         #expect(outbox.descriptor == nil)
         #expect(outbox.release(connection: nil) == .nothing)
         #expect(outbox.append(try Self.signals(1)[0]) == 0)
