@@ -69,6 +69,9 @@ struct Outbox {
     private var nextSerial: UInt32 = 2
     /// While true, messages are only queued (`hold`).
     private(set) var holding = false
+    /// The parts of one write, kept from write to write: at 64 messages
+    /// they are too many for the stack, and a write would allocate them.
+    private var vectors = [iovec](repeating: iovec(), count: 2 * Outbox.messagesPerWrite)
 
     /// Messages are at most this many to a write (two parts each).
     static let messagesPerWrite = 64
@@ -187,7 +190,7 @@ struct Outbox {
     /// nil where it failed.
     private mutating func writeSome() -> Bool? {
         let end = min(entries.count, head + Self.messagesPerWrite)
-        let taken: Int? = laidOut.withUnsafeBytes { laidOut in withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2 * Self.messagesPerWrite) { vectors in
+        let taken: Int? = laidOut.withUnsafeBytes { laidOut in vectors.withUnsafeMutableBufferPointer { vectors in
             var count = 0
             // The first entry's bytes already written are left out.
             var skip = written

@@ -177,7 +177,8 @@ import TodayProtocol
         func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
         var largest = 0
         // As the service does: the list changes, then its record is appended.
-        for n in 0..<4100 {
+        let edits = NotificationStore.rewriteFactor * 1000 + 100
+        for n in 0..<edits {
             list.value = [Self.notification(1, "edit \(n)"), Self.notification(2, "other")]
             try kept.keep([.put(Self.notification(1, "edit \(n)"))])
             if n == 0 { try kept.keep([.put(Self.notification(2, "other"))]) }
@@ -185,7 +186,7 @@ import TodayProtocol
         }
         #expect(try await eventually(10) { size() < largest / 10 }, "\(size()) bytes after the rewrite, \(largest) before")
         let read = store(home).load().notifications
-        #expect(read.map(\.summary) == ["edit 4099", "other"])
+        #expect(read.map(\.summary) == ["edit \(edits - 1)", "other"])
         #expect(!FileManager.default.fileExists(atPath: path + ".next"))
     }
 }

@@ -336,7 +336,7 @@ final class NotificationService: Sendable {
         }
         guard !posts.isEmpty else { return }
         do {
-            try record(posts.flatMap(\.posted.effects))
+            try record(posts.lazy.flatMap(\.posted.effects), count: posts.reduce(0) { $0 + $1.posted.effects.count })
         } catch {
             book.withLock { book in
                 for post in posts.reversed() { book.takeBack(post.undo) }
@@ -577,9 +577,9 @@ final class NotificationService: Sendable {
     /// Appends the notifications `effects` store and forget to the
     /// journal, in their order, in one write; throws where it cannot, and
     /// then none of them is in the journal.
-    private func record(_ effects: [NotificationBook.Effect]) throws {
+    private func record(_ effects: some Sequence<NotificationBook.Effect>, count: Int? = nil) throws {
         var records: [NotificationStore.Record] = []
-        records.reserveCapacity(effects.count)
+        records.reserveCapacity(count ?? effects.underestimatedCount)
         for effect in effects {
             switch effect {
             case .store(let id):

@@ -16,7 +16,7 @@ import TodayProtocol
 /// page cache outlives the process); the journal is flushed to the disk
 /// half a second later, so that a flood costs one fsync a second, and a
 /// Notify one write() rather than a file created, renamed and later
-/// removed. Once it holds four times as many records as the list, it is
+/// removed. Once it holds eight times as many records as the list, it is
 /// written again as the list alone, on a thread of its own while appends go
 /// on: the list taken at a point of the journal, written and flushed beside
 /// it, what was appended since that point copied after it, and the result
@@ -121,7 +121,7 @@ final class NotificationStore: Sendable {
         let notifications = kept.values.sorted { $0.id < $1.id }
         // Rewritten when it must be (an earlier layout, a bad tail) or when
         // it has grown past the list it holds.
-        if rewrite || !earlier.isEmpty || records > 4 * max(notifications.count, 1000) {
+        if rewrite || !earlier.isEmpty || records > Self.rewriteFactor * max(notifications.count, 1000) {
             journal.withLock { journal in
                 do {
                     try rewriteJournal(notifications, &journal)
@@ -134,6 +134,14 @@ final class NotificationStore: Sendable {
         for leftover in DurableFile.removeLeftovers(in: folder) { log.info("removed \(leftover), left by an interrupted write") }
         return (max(lastID, notifications.last?.id ?? 0), notifications, seenUpTo)
     }
+
+    /// How many times as many records as the list the journal holds before
+    /// it is written again as the list alone. A flood past a full list
+    /// appends two records a notification (its put, the oldest's remove),
+    /// so the list of 1,000 is written again every 4,000 notifications:
+    /// rarely enough to cost a flood little, and a journal read at start
+    /// holds at most 8,000 records.
+    static let rewriteFactor = 8
 
     /// Appends `records` in one write; throws where they cannot be kept,
     /// and then none of them is in the journal.
@@ -155,7 +163,7 @@ final class NotificationStore: Sendable {
             }
             journal.size += written
             journal.appended += records.count
-            guard journal.appended > 4 * max(journal.lastRewrite, 1000), !journal.rewriting else { return false }
+            guard journal.appended > Self.rewriteFactor * max(journal.lastRewrite, 1000), !journal.rewriting else { return false }
             journal.rewriting = true
             return true
         }
