@@ -1,6 +1,9 @@
+import CSystem
 import DBus
 import Foundation
+import Posix
 import PropertyList
+import Synchronization
 import TestSupport
 import Testing
 @testable import TodayCore
@@ -210,5 +213,46 @@ import TodayProtocol
             let libdbus = BusName(rawValue: name) != nil && !name.hasPrefix(":")
             #expect(BundleCatalog.isWellKnownBusName(name) == libdbus, "\(name)")
         }
+    }
+
+    /// A scan that meets an install's exchange of folders (`todayctl
+    /// install` over an installed version) reads one version whole: it
+    /// never skips the bundle for an app and widgets of two versions.
+    @Test func aScanDuringAnExchangeReadsOneVersionWhole() throws {
+        let folder = try BundleFolder()
+        defer { folder.remove() }
+        let other = try BundleFolder()
+        defer { other.remove() }
+        try folder.addApp("org.example.Swap", name: "Swap", version: "1", widgets: [.init(name: "W", script: "exit 0")])
+        try other.addApp("org.example.Swap", name: "Swap", version: "2", widgets: [.init(name: "W", script: "exit 0")])
+        for (bundles, version) in [(folder, "1"), (other, "2")] {
+            try Self.writePlist(bundles.url.appendingPathComponent("Swap.app/Info.plist")) { $0["CFBundleDisplayName"] = .string("Swap \(version)") }
+        }
+        let waiting = ".Swap.app.next"
+        try FileManager.default.moveItem(atPath: other.path + "/Swap.app", toPath: folder.path + "/" + waiting)
+        let directory = try FileDescriptor.open(folder.path, O_RDONLY | O_DIRECTORY)
+        let stop = Atomic(false)
+        let swaps = Atomic(0)
+        let swapper = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            while !stop.load(ordering: .relaxed) {
+                if today_rename_exchange(directory.rawValue, waiting, "Swap.app") == 0 { swaps.add(1, ordering: .relaxed) }
+                // As installs come: a copy of the bundle between two.
+                usleep(500)
+            }
+            swapper.signal()
+        }
+        var versions: Set<String> = []
+        var skipped: [BundleProblem] = []
+        for _ in 0..<1500 {
+            let catalog = BundleCatalog.scan([folder.path])
+            skipped += catalog.problems
+            versions.formUnion(catalog.apps.map(\.displayName))
+        }
+        stop.store(true, ordering: .relaxed)
+        swapper.wait()
+        #expect(skipped.isEmpty, "\(skipped.count) scans skipped the bundle, first: \(skipped.first.map(String.init(describing:)) ?? "")")
+        #expect(swaps.load(ordering: .relaxed) > 100, "the bundle was swapped \(swaps.load(ordering: .relaxed)) times")
+        #expect(versions == ["Swap 1", "Swap 2"])
     }
 }

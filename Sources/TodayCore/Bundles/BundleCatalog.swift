@@ -105,9 +105,7 @@ public struct BundleCatalog: Sendable {
         // Bundles load in parallel; precedence is applied afterwards, in order.
         let loaded = Mutex(Array(repeating: Result<(AppManifest, [WidgetManifest]), BundleProblem>?.none, count: apps.count))
         DispatchQueue.concurrentPerform(iterations: apps.count) { index in
-            let result = Result { try load(app: apps[index]) }.mapError { error in
-                error as? BundleProblem ?? BundleProblem(file: apps[index], key: "-", message: "\(error)")
-            }
+            let result = loadWhole(apps[index])
             loaded.withLock { $0[index] = result }
         }
         for result in loaded.withLock({ $0 }) {
@@ -159,13 +157,31 @@ public struct BundleCatalog: Sendable {
     }
 
     mutating func add(_ path: String, allowDuplicates: Bool = false) {
-        do {
-            let (app, widgets) = try Self.load(app: path)
-            add(app, widgets, allowDuplicates: allowDuplicates)
-        } catch let problem as BundleProblem {
-            problems.append(problem)
-        } catch {
-            problems.append(BundleProblem(file: path, key: "-", message: "\(error)"))
+        switch Self.loadWhole(path) {
+        case .success(let (app, widgets)): add(app, widgets, allowDuplicates: allowDuplicates)
+        case .failure(let problem): problems.append(problem)
+        }
+    }
+
+    /// Loads the bundle at `app` (`load`), again where another took its
+    /// place while it was read. `todayctl install` swaps a new version in
+    /// with one exchange of folders (`BundleInstaller`), so a look sees the
+    /// old bundle or the new one, whole; but a load reads many files by
+    /// their paths, and one that straddled the exchange read the app of
+    /// one version and its widgets of the other: their versions differ and
+    /// the bundle would be skipped, its widgets gone until the next scan.
+    /// The folder's device and inode, before and after, tell; three tries
+    /// at most, and then what the last one found.
+    static func loadWhole(_ app: String) -> Result<(AppManifest, [WidgetManifest]), BundleProblem> {
+        func folder() -> [UInt64]? { FileIdentity(of: app).map { [$0.device, $0.inode] } }
+        var tries = 0
+        while true {
+            let before = folder()
+            let result = Result { try load(app: app) }.mapError { error in
+                error as? BundleProblem ?? BundleProblem(file: app, key: "-", message: "\(error)")
+            }
+            tries += 1
+            if tries == 3 || folder() == before { return result }
         }
     }
 
