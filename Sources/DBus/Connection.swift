@@ -376,6 +376,11 @@ public final class Connection: @unchecked Sendable {
             }
             for hook in hooks { hook() }
             let left = outbox.withLock { $0.release(connection: raw) }
+            // The connection was lost in this turn (libdbus's Disconnected
+            // dispatched): nothing more can come, and a close would find
+            // the queue shut, so a wait here would never end (the thread,
+            // and the connection it holds, left behind).
+            if dbus_connection_get_is_connected(raw) == 0 && shared.withLock({ $0.closed }) { break }
 
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)

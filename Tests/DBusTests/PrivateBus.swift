@@ -36,6 +36,31 @@ extension BusDaemon {
         #expect(!targets.contains(path), "\(targets)")
     }
 
+    /// A connection whose bus goes away ends its loop: it is told, its
+    /// close is quiet, and it is freed with its descriptors. A
+    /// loop that went on waiting kept the connection, its eventfd and its
+    /// timerfd alive for good (a test process that lost many piled them up).
+    @Test func aConnectionWhoseBusWentAwayIsFreed() async throws {
+        let bus = try await BusDaemon.start()
+        defer { bus.stop() }
+        weak var gone: Connection?
+        do {
+            let client = try bus.connect()
+            gone = client
+            let lost = DispatchSemaphore(value: 0)
+            client.onDisconnect { lost.signal() }
+            _ = try await client.call(
+                BusName("org.freedesktop.DBus"), path: ObjectPath("/org/freedesktop/DBus"), interface: InterfaceName("org.freedesktop.DBus"),
+                member: MemberName("GetId"), [])
+            bus.stop()
+            #expect(lost.wait(timeout: .now() + 5) == .success, "the loss was not told")
+            client.close()
+        }
+        // Freed, its descriptors closed with it.
+        let freed = try await eventually(5) { gone == nil }
+        #expect(freed, "the connection is still alive")
+    }
+
     @Test func socketPathsOfAddresses() {
         #expect(BusDaemon.socketPath(of: "unix:path=/tmp/dbus-AbC,guid=0123") == "/tmp/dbus-AbC")
         #expect(BusDaemon.socketPath(of: "unix:guid=0123,path=/run/a%2cb%20c") == "/run/a,b c")

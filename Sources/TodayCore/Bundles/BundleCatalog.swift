@@ -170,8 +170,9 @@ public struct BundleCatalog: Sendable {
     /// their paths, and one that straddled the exchange read the app of
     /// one version and its widgets of the other: their versions differ and
     /// the bundle would be skipped, its widgets gone until the next scan.
-    /// The folder's device and inode, before and after, tell; three tries
-    /// at most, and then what the last one found.
+    /// The folder's device and inode, before and after, tell; ten tries at
+    /// most (a load on a busy machine can take longer than one install
+    /// apart from the next), and then what the last one found.
     static func loadWhole(_ app: String) -> Result<(AppManifest, [WidgetManifest]), BundleProblem> {
         func folder() -> [UInt64]? { FileIdentity(of: app).map { [$0.device, $0.inode] } }
         var tries = 0
@@ -181,7 +182,7 @@ public struct BundleCatalog: Sendable {
                 error as? BundleProblem ?? BundleProblem(file: app, key: "-", message: "\(error)")
             }
             tries += 1
-            if tries == 3 || folder() == before { return result }
+            if tries == 10 || folder() == before { return result }
         }
     }
 
