@@ -73,8 +73,9 @@ flood: test-build release
 	TODAY_TEST_ALONE=1 TODAY_TEST_TODAYD=$(abspath .build/release/todayd) $(TEST_BINARY) --testing-library swift-testing --filter NotificationFloodTests
 
 # The Desktop Notifications Specification's calls against dunst and todayd,
-# side by side (dunst under Xvfb; apt-get install dunst).
+# side by side (dunst under Xvfb, installed here where it is missing).
 conformance: build
+	scripts/install-deps dunst
 	scripts/notify-conformance .build/$(CONFIG)/todayd
 
 # libFuzzer targets for the property-list readers, FUZZ_SECONDS each.
@@ -82,10 +83,12 @@ fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
 
 # Side-by-side benchmarks against the C references in bench/reference (ours,
-# on libdbus); where ../shared/bench exists (BENCH_SHARED), its references
-# are measured beside ours first.
+# on libdbus), and Notify against the peers dunst and mako (installed here
+# where they are missing); where ../shared/bench exists (BENCH_SHARED), its
+# references are measured beside ours first.
 BENCH_SHARED ?= $(wildcard ../shared/bench)
 bench: deps release
+	scripts/install-deps dunst mako-notifier
 	$(MAKE) -C bench/reference OUT=$(abspath $(BENCH_OUT))
 	$(if $(BENCH_SHARED),scripts/bench-references $(BENCH_OUT) $(BENCH_SHARED))
 	scripts/bench-dbus $(BENCH_OUT) .build/release
