@@ -319,9 +319,7 @@ public final class ExportedInterface: Sendable {
         if let stencil = target.2, connection.send(stencil, arguments) { return }
         let message = try MessageHandle.signal(path: path, interface: interface.name, member: signal.name, arguments)
         if let destination { message.setDestination(destination.rawValue) }
-        if stenciled, let layout = MessageLayout.current,
-            let stencil = MessageStencil(copying: message.pointer, layout: layout, types: arguments.map(\.type))
-        {
+        if stenciled, let stencil = MessageStencil(copying: message.pointer, types: arguments.map(\.type)) {
             state.withLock { state in
                 if state.path == path { state.stencils[name] = stencil }
             }

@@ -394,7 +394,7 @@ extension ObjectServer {
     /// a copy of the stencil kept for its caller (`MessageStencil`), made
     /// from the first such reply to it, laid out in the outbox; else built.
     fileprivate func sendReply(to call: MessageHandle, _ values: [Value], on connection: Connection) throws {
-        guard let layout = MessageLayout.current, !values.isEmpty, values.allSatisfy({ $0.fixedBits != nil }),
+        guard !values.isEmpty, values.allSatisfy({ $0.fixedBits != nil }),
             let sender = dbus_message_get_sender(call.pointer)
         else {
             let reply = try MessageHandle.methodReturn(to: call)
@@ -410,7 +410,7 @@ extension ObjectServer {
         }
         let reply = try MessageHandle.methodReturn(to: call)
         try reply.append(values)
-        if let stencil = MessageStencil(copying: reply.pointer, layout: layout, types: values.map(\.type)) {
+        if let stencil = MessageStencil(copying: reply.pointer, types: values.map(\.type)) {
             replyStencils.withLock { stencils in
                 if stencils.count >= Self.stencilsKept { stencils.removeAll() }
                 stencils[caller] = stencil

@@ -203,17 +203,19 @@ struct Outbox {
                 count += 1
                 skip = 0
             }
-            for index in head..<end {
+            // Up to a message only libdbus can write.
+            parts: for index in head..<end {
                 switch entries[index] {
                 case .bytes(_, let header, let body):
                     add(header)
                     add(body)
                 case .laidOut(let start, let length):
                     add(UnsafeRawBufferPointer(rebasing: laidOut[start..<start + length]))
-                case .libdbus, .gone:
-                    break
+                case .libdbus:
+                    break parts
+                case .gone:
+                    continue
                 }
-                if case .libdbus = entries[index] { break }
             }
             guard let socket else { return nil }
             return try? socket.send(gathering: UnsafeMutableBufferPointer(rebasing: vectors[..<count]))

@@ -130,12 +130,13 @@ import Testing
     }
 
     @Test func stencilCopiesAndBuiltMessagesLeaveInTheirOrder() throws {
-        let layout = try #require(MessageLayout.current)
+        // Built messages are written from libdbus's own bytes.
+        try #require(MessageLayout.current != nil)
         let pair = try Pair(sendBuffer: 4096)
         var outbox = Outbox(socket: pair.ours)
         let path = ObjectPath("/org/example/Outbox")
         let first = try MessageHandle.signal(path: path, interface: InterfaceName("org.example.Outbox"), member: MemberName("N"), [.uint32(0)])
-        let stencil = try #require(MessageStencil(copying: first.pointer, layout: layout, types: [.uint32]))
+        let stencil = try #require(MessageStencil(copying: first.pointer, types: [.uint32]))
         outbox.hold()
         let built = try Self.signals(400, padding: 300)
         for (index, signal) in built.enumerated() {
