@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -40,6 +41,41 @@ void today_malloc_configure(int map_bytes, int trim_bytes, int arenas) {
 }
 
 void today_malloc_give_back(void) { malloc_trim(0); }
+
+ssize_t today_receive(int socket, void *buffer, size_t length, int *descriptors, int capacity, int *received) {
+    /* The kernel passes at most 253 descriptors in one message (SCM_MAX_FD). */
+    union {
+        char bytes[CMSG_SPACE(sizeof(int) * 253)];
+        struct cmsghdr align;
+    } control;
+    struct iovec part = {.iov_base = buffer, .iov_len = length};
+    struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
+    *received = 0;
+    ssize_t count = recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (count < 0) return -1;
+    int overflow = (message.msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
+            if (*received < capacity) {
+                descriptors[(*received)++] = fd;
+            } else {
+                close(fd);
+                overflow = 1;
+            }
+        }
+    }
+    if (overflow) {
+        for (int i = 0; i < *received; i++) close(descriptors[i]);
+        *received = 0;
+        errno = EMSGSIZE;
+        return -1;
+    }
+    return count;
+}
 
 int today_pidfd_open(pid_t pid) {
 #ifdef SYS_pidfd_open

@@ -7,8 +7,10 @@ import Synchronization
 
 /// A private connection to a message bus, driven by one loop thread of its own.
 ///
-/// The loop thread reads, dispatches and keeps the watches, timeouts and
-/// pending calls; other threads hand it work through a queue and an
+/// libdbus authenticates the connection; from then on the connection
+/// reads and writes the socket itself (`Inbox`, `Outbox`), and libdbus
+/// only writes the rare message that carries file descriptors. The loop
+/// thread reads, dispatches and keeps the timeouts and pending calls; other threads hand it work through a queue and an
 /// eventfd. Messages that need no reply (replies, errors, signals) are sent
 /// by whichever thread has them, at once: libdbus locks the connection for
 /// that, and a reply made on a provider's thread reaches the bus without
@@ -41,6 +43,15 @@ public final class Connection: @unchecked Sendable {
     let shared = Mutex(Shared())
     /// Every message sent, on its way to the socket (`Outbox`).
     private let outbox: Mutex<Outbox>
+    /// What the connection read from the bus and has not dispatched.
+    /// Loop thread only.
+    private let inbox = Inbox()
+    /// Messages read while Hello waited for its answer, dispatched at the
+    /// loop's first turn.
+    private var early: [ReceivedMessage] = []
+    /// True until the connection is lost or closed: the loop reads the
+    /// socket. Loop thread only.
+    private var receiving = true
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: Int64] = [:]
     private var pending: [UInt32: PendingReply] = [:]
@@ -82,30 +93,39 @@ public final class Connection: @unchecked Sendable {
             throw Connection.convert(&error, fallback: "cannot connect to the bus at \(address)")
         }
         dbus_connection_set_exit_on_disconnect(raw, 0)
-        guard dbus_bus_register(raw, &error) != 0, let unique = dbus_bus_get_unique_name(raw) else {
+        func giveUp(_ error: DBusError) -> DBusError {
             dbus_connection_close(raw)
             dbus_connection_unref(raw)
-            throw Connection.convert(&error, fallback: "the bus at \(address) refused the connection")
+            return error
         }
-        self.raw = raw
-        self.uniqueName = String(cString: unique)
-        // Every message leaves through the outbox; libdbus sends none of
-        // its own (it would answer Peer calls itself).
-        dbus_connection_set_route_peer_messages(raw, 1)
+        // libdbus authenticates; the bus sends nothing after that until
+        // Hello, so libdbus has read nothing of what follows.
+        let deadline = Connection.now() + Connection.helloTimeout
+        while dbus_connection_get_is_authenticated(raw) == 0 {
+            guard dbus_connection_get_is_connected(raw) != 0, Connection.now() < deadline else {
+                throw giveUp(DBusError(.authFailed, "the bus at \(address) did not accept this process: is it this user's bus?"))
+            }
+            _ = dbus_connection_read_write(raw, 100)
+        }
         var socket: Int32 = -1
         guard dbus_connection_get_socket(raw, &socket) != 0 else {
-            dbus_connection_close(raw)
-            dbus_connection_unref(raw)
-            throw DBusError.failed("cannot take the bus connection's socket for writing")
+            throw giveUp(DBusError.failed("cannot take the bus connection's socket"))
         }
+        self.raw = raw
         self.outbox = Mutex(Outbox(socket: socket))
+        let unique: String
+        do {
+            (unique, early) = try Connection.hello(socket: socket, outbox: outbox, inbox: inbox, until: deadline)
+        } catch {
+            let failure = (error as? DBusError) ?? DBusError.failed("\(error)")
+            throw giveUp(DBusError(failure.name, "the bus at \(address) refused the connection: \(failure.message)"))
+        }
+        self.uniqueName = unique
         do {
             wake = try FileDescriptor.eventCounter(nonBlocking: true)
             timer = try FileDescriptor.monotonicTimer()
         } catch {
-            dbus_connection_close(raw)
-            dbus_connection_unref(raw)
-            throw DBusError.failed("cannot make the connection's wake-up counter and timer: \(error)")
+            throw giveUp(DBusError.failed("cannot make the connection's wake-up counter and timer: \(error)"))
         }
         self.objects = ObjectServer()
         objects.connection = self
@@ -114,6 +134,53 @@ public final class Connection: @unchecked Sendable {
         } catch {
             dbus_connection_close(raw)
             throw error
+        }
+    }
+
+    /// How long authentication and Hello may take together, in
+    /// milliseconds (libdbus's default for a call).
+    static let helloTimeout: Int64 = 25_000
+
+    /// Says Hello through `outbox` and reads the answer into `inbox`: the
+    /// connection's unique name, and the messages that came before it.
+    private static func hello(
+        socket: Int32, outbox: borrowing Mutex<Outbox>, inbox: Inbox, until deadline: Int64
+    ) throws -> (String, [ReceivedMessage]) {
+        let hello = try MessageHandle.methodCall(
+            destination: "org.freedesktop.DBus", path: ObjectPath(unchecked: "/org/freedesktop/DBus"),
+            interface: InterfaceName("org.freedesktop.DBus"), member: MemberName("Hello"))
+        var left = outbox.withLock { outbox in
+            let serial = outbox.append(hello)
+            return (serial, outbox.flush(connection: nil))
+        }
+        let serial = left.0
+        var early: [ReceivedMessage] = []
+        while true {
+            while let message = try inbox.next() {
+                guard message.header.replySerial == serial, message.header.kind != .methodCall, message.header.kind != .signal else {
+                    early.append(message)
+                    continue
+                }
+                let reply = try message.decode()
+                if let error = reply.error { throw error }
+                guard case .string(let name)? = reply.body.first else { throw DBusError.failed("Hello was answered without a name") }
+                return (name, early)
+            }
+            let remaining = deadline - Connection.now()
+            guard remaining > 0 else { throw DBusError(.noReply, "Hello had no answer within \(helloTimeout / 1000) s") }
+            var events = Int16(POLLIN)
+            if left.1 == .waitingForSocket { events |= Int16(POLLOUT) }
+            var fds = [pollfd(fd: socket, events: events, revents: 0)]
+            _ = try? Poll.wait(&fds, timeout: Int32(clamping: remaining))
+            if fds[0].revents & Int16(POLLOUT) != 0 { left.1 = outbox.withLock { $0.flush(connection: nil) } }
+            guard fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
+            let reading: Inbox.Reading
+            do {
+                reading = try inbox.read(from: FileDescriptor(borrowing: socket))
+            } catch {
+                throw DBusError.disconnected("the bus's socket failed: \(error)")
+            }
+            if reading == .ended { throw DBusError.disconnected("the bus closed the connection") }
         }
     }
 
@@ -338,14 +405,6 @@ public final class Connection: @unchecked Sendable {
                 connection.timeouts[timeout] = Connection.now() + Int64(dbus_timeout_get_interval(timeout))
             },
             me, nil)
-        dbus_connection_add_filter(
-            raw,
-            { _, message, data in
-                guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-                return Unmanaged<Connection>.fromOpaque(data).takeUnretainedValue().filter(message)
-            },
-            me, nil)
-
         var fds: [pollfd] = []
         var polled: [OpaquePointer] = []
         while true {
@@ -364,39 +423,42 @@ public final class Connection: @unchecked Sendable {
                 return (state.jobs + due.map(\.job), state.beforeWriting)
             }
             for job in jobs { job() }
-            // A message with file descriptors libdbus has not finished
-            // writing: write what the socket takes now; the rest enables
-            // the write watch polled below.
-            if dbus_connection_has_messages_to_send(raw) != 0 { libdbusIO { dbus_connection_read_write(raw, 0) } }
             if shared.withLock({ $0.closed }) && pending.isEmpty && watches.isEmpty { break }
             if dbus_connection_get_is_connected(raw) == 0 && shared.withLock({ $0.closed }) { break }
 
-            while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
-                dbus_connection_dispatch(raw)
+            if !early.isEmpty {
+                let messages = early
+                early = []
+                for message in messages { handle(message) }
             }
+            dispatchReceived()
             for hook in hooks { hook() }
             let left = outbox.withLock { $0.release(connection: raw) }
-            // The connection was lost in this turn (libdbus's Disconnected
-            // dispatched): nothing more can come, and a close would find
-            // the queue shut, so a wait here would never end (the thread,
-            // and the connection it holds, left behind).
+            // The connection was lost in this turn: nothing more can come,
+            // and a close would find the queue shut, so a wait here would
+            // never end (the thread, and the connection it holds, left
+            // behind).
             if dbus_connection_get_is_connected(raw) == 0 && shared.withLock({ $0.closed }) { break }
 
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: self.wake.rawValue, events: Int16(POLLIN), revents: 0))
             fds.append(pollfd(fd: timer.rawValue, events: Int16(POLLIN), revents: 0))
-            for watch in watches where dbus_watch_get_enabled(watch) != 0 {
-                let flags = dbus_watch_get_flags(watch)
-                var events: Int16 = 0
-                if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
-                if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
-                fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+            // libdbus only writes (a message with file descriptors it has
+            // not finished): its watches for reading are left alone.
+            for watch in watches
+            where dbus_watch_get_enabled(watch) != 0 && dbus_watch_get_flags(watch) & DBUS_WATCH_WRITABLE.rawValue != 0 {
+                fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: Int16(POLLOUT), revents: 0))
                 polled.append(watch)
             }
-            // Room in the socket for what it did not take.
-            let writeWatch = left == .waitingForSocket ? outbox.withLock { $0.descriptor } : nil
-            if let writeWatch { fds.append(pollfd(fd: writeWatch, events: Int16(POLLOUT), revents: 0)) }
+            // What the bus sends, and room in the socket for what it did
+            // not take.
+            let socket = receiving ? outbox.withLock { $0.descriptor } : nil
+            let reading = fds.count
+            if let socket {
+                let events = left == .waitingForSocket ? Int16(POLLIN | POLLOUT) : Int16(POLLIN)
+                fds.append(pollfd(fd: socket, events: events, revents: 0))
+            }
             // Jobs this thread submitted since it took the queue: they run
             // after what is ready to read, without waiting.
             let (idle, earliest) = shared.withLock { state in
@@ -413,15 +475,11 @@ public final class Connection: @unchecked Sendable {
             if fds[0].revents != 0 { self.wake.drain() }
             if fds[1].revents != 0 { timer.drain() }
             for (index, watch) in polled.enumerated() {
-                let revents = fds[index + 2].revents
-                guard revents != 0, watches.contains(watch) else { continue }
-                var flags: UInt32 = 0
-                if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
-                if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
-                if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
-                if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
-                libdbusIO { dbus_watch_handle(watch, flags) }
+                // An error or hang-up is the read's to find.
+                guard fds[index + 2].revents & Int16(POLLOUT) != 0, watches.contains(watch) else { continue }
+                libdbusIO { dbus_watch_handle(watch, DBUS_WATCH_WRITABLE.rawValue) }
             }
+            if socket != nil, fds[reading].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { receive() }
             fireTimeouts()
         }
         // Jobs accepted while the loop was closing down: each sees the
@@ -472,37 +530,58 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    private func filter(_ pointer: OpaquePointer) -> DBusHandlerResult {
-        let handle = MessageHandle(owning: dbus_message_ref(pointer))
-        let type = dbus_message_get_type(pointer)
-        if type == DBUS_MESSAGE_TYPE_METHOD_RETURN || type == DBUS_MESSAGE_TYPE_ERROR {
-            let serial = dbus_message_get_reply_serial(pointer)
-            guard let reply = pending.removeValue(forKey: serial) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-            do {
-                reply.complete(.success(try handle.decode()))
-            } catch {
-                reply.complete(.failure(error))
-            }
-            return DBUS_HANDLER_RESULT_HANDLED
+    /// Reads once from the bus, as much as it has sent (`Inbox`); the end
+    /// of the stream or an error ends the connection.
+    private func receive() {
+        let reading = outbox.withLock { outbox -> Inbox.Reading? in
+            // Under the lock: a failed write by libdbus closes the
+            // descriptor, and the outbox forgets it at once.
+            guard let socket = outbox.socket else { return nil }
+            return (try? inbox.read(from: socket)) ?? .ended
         }
-        if type == DBUS_MESSAGE_TYPE_SIGNAL {
-            if dbus_message_is_signal(pointer, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
-                connectionLost()
-                return DBUS_HANDLER_RESULT_HANDLED
+        if reading == nil || reading == .ended { lose() }
+    }
+
+    /// Dispatches every whole message read; bytes that cannot be a
+    /// message end the connection (nothing after them can be read).
+    private func dispatchReceived() {
+        while receiving {
+            let message: ReceivedMessage?
+            do {
+                message = try inbox.next()
+            } catch {
+                lose()
+                return
             }
-            guard !subscriptions.isEmpty, let message = try? handle.decode() else {
-                return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-            }
+            guard let message else { return }
+            handle(message)
+        }
+    }
+
+    private func handle(_ received: ReceivedMessage) {
+        switch received.header.kind {
+        case .methodReturn, .error:
+            guard let reply = pending.removeValue(forKey: received.header.replySerial) else { return }
+            reply.complete(Result { try received.decode() })
+        case .signal:
+            guard !subscriptions.isEmpty, let message = try? received.decode() else { return }
             for subscription in subscriptions where subscription.rule.matches(message) {
                 subscription.handler(message)
             }
-            return DBUS_HANDLER_RESULT_HANDLED
+        case .methodCall:
+            objects.dispatch(received, on: self)
         }
-        if type == DBUS_MESSAGE_TYPE_METHOD_CALL {
-            objects.dispatch(handle, on: self)
-            return DBUS_HANDLER_RESULT_HANDLED
+    }
+
+    /// The bus has gone, or sent what cannot be read: the connection ends.
+    private func lose() {
+        guard receiving else { return }
+        receiving = false
+        outbox.withLock { outbox in
+            outbox.forget()
+            dbus_connection_close(raw)
         }
-        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        connectionLost()
     }
 
     private func connectionLost() {
@@ -538,13 +617,12 @@ public final class Connection: @unchecked Sendable {
             }
             left = outbox.withLock { $0.flush(connection: raw) }
         }
+        receiving = false
         outbox.withLock { outbox in
             dbus_connection_flush(raw)
             outbox.forget()
             dbus_connection_close(raw)
         }
-        // libdbus queues the Disconnected signal; dispatching it runs `connectionLost`.
-        while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
         connectionLost()
         watches.removeAll()
     }

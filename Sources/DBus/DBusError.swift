@@ -30,6 +30,7 @@ extension ErrorName {
     public static let noMemory = ErrorName("org.freedesktop.DBus.Error.NoMemory")
     public static let serviceUnknown = ErrorName("org.freedesktop.DBus.Error.ServiceUnknown")
     public static let nameHasNoOwner = ErrorName("org.freedesktop.DBus.Error.NameHasNoOwner")
+    public static let authFailed = ErrorName("org.freedesktop.DBus.Error.AuthFailed")
     public static let noReply = ErrorName("org.freedesktop.DBus.Error.NoReply")
     public static let timeout = ErrorName("org.freedesktop.DBus.Error.Timeout")
     public static let disconnected = ErrorName("org.freedesktop.DBus.Error.Disconnected")

@@ -7,9 +7,9 @@ public struct MethodCall: Sendable {
     /// The message as it came: a method declared with Swift types reads
     /// its arguments from its bytes (`MethodDeclaration.decode`), and the
     /// message's body is then not decoded as `Value`s at all.
-    let handle: MessageHandle
+    let handle: ReceivedMessage
 
-    init(message: Message, handle: MessageHandle, connection: Connection) {
+    init(message: Message, handle: ReceivedMessage, connection: Connection) {
         self.message = message
         self.handle = handle
         self.connection = connection
@@ -193,7 +193,7 @@ public final class ExportedInterface: Sendable {
     /// A large body (a picture's megabyte) is marshalled for each call
     /// instead: that is one copy of the bytes, as copying the kept body
     /// would be, and keeping it would hold the bytes twice.
-    func getAllReply(to call: MessageHandle) throws -> MessageHandle {
+    func getAllReply(to call: ReceivedMessage) throws -> MessageHandle {
         try state.withLock { state in
             if let kept = state.getAllReply { return try kept.reply(to: call) }
             let values = readable(state)
@@ -202,7 +202,7 @@ public final class ExportedInterface: Sendable {
                 // The large values last: the body then grows to its size
                 // once, where a value after them would double it past that.
                 let isLarge = { (entry: (String, Value)) in entry.1.approximateSize >= Self.keptReplyLimit }
-                let reply = try MessageHandle.methodReturn(to: call)
+                let reply = try call.methodReturn()
                 try reply.append([.vardict(values.filter { !isLarge($0) } + values.filter(isLarge))])
                 return reply
             }

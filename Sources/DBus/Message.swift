@@ -142,13 +142,13 @@ final class MessageHandle: @unchecked Sendable {
 
     /// A copy of this template addressed as the reply to `call`, as
     /// `dbus_message_new_method_return` would address it.
-    func reply(to call: MessageHandle) throws -> MessageHandle {
+    func reply(to call: ReceivedMessage) throws -> MessageHandle {
         guard let copy = dbus_message_copy(pointer) else { throw DBusError(.noMemory, "out of memory copying a reply") }
         let reply = MessageHandle(owning: copy)
-        guard dbus_message_set_reply_serial(copy, dbus_message_get_serial(call.pointer)) != 0 else {
+        guard dbus_message_set_reply_serial(copy, call.serial) != 0 else {
             throw DBusError(.noMemory, "out of memory addressing a reply")
         }
-        if let sender = dbus_message_get_sender(call.pointer), dbus_message_set_destination(copy, sender) == 0 {
+        if let sender = call.header.sender, dbus_message_set_destination(copy, sender) == 0 {
             throw DBusError(.noMemory, "out of memory addressing a reply")
         }
         dbus_message_set_no_reply(copy, 1)

@@ -93,8 +93,8 @@ public final class ObjectServer: Sendable {
 
     /// The call's header is read here; its body once its method is found
     /// (`route`), by the method's declared types.
-    func dispatch(_ handle: MessageHandle, on connection: Connection) {
-        let message = handle.decodeHeader()
+    func dispatch(_ handle: ReceivedMessage, on connection: Connection) {
+        let message = handle.header
         switch state.withLock({ $0.gate })?(message) ?? .allow {
         case .allow:
             proceed(message, handle: handle, on: connection)
@@ -111,7 +111,7 @@ public final class ObjectServer: Sendable {
         }
     }
 
-    private func proceed(_ message: Message, handle: MessageHandle, on connection: Connection) {
+    private func proceed(_ message: Message, handle: ReceivedMessage, on connection: Connection) {
         let outcome = route(message, handle: handle, on: connection)
         switch outcome {
         case .done(let result):
@@ -146,13 +146,13 @@ public final class ObjectServer: Sendable {
         /// Values, and the signature they must have (nil: not checked).
         case done(Result<([Value], String?), any Error>)
         /// A reply made ready beforehand, addressed to the call.
-        case prepared(@Sendable (MessageHandle) throws -> MessageHandle)
+        case prepared(@Sendable (ReceivedMessage) throws -> MessageHandle)
         case later(@Sendable () async throws -> ([Value], String?))
         /// A handler that answers later, and the signature of its answer.
         case deferred(DeferredMethodHandler, MethodCall, String)
     }
 
-    private func route(_ header: Message, handle: MessageHandle, on connection: Connection) -> Outcome {
+    private func route(_ header: Message, handle: ReceivedMessage, on connection: Connection) -> Outcome {
         var message = header
         let member = message.member ?? ""
         guard let path = message.path else { return .done(.failure(DBusError.invalidArgs("a call without a path"))) }
@@ -363,7 +363,7 @@ public final class ObjectServer: Sendable {
     }
 
     private func reply(
-        to call: MessageHandle, noReply: Bool, _ result: Result<([Value], String?), any Error>,
+        to call: ReceivedMessage, noReply: Bool, _ result: Result<([Value], String?), any Error>,
         on connection: Connection
     ) {
         guard !noReply else { return }
@@ -379,7 +379,7 @@ public final class ObjectServer: Sendable {
             try sendReply(to: call, values, on: connection)
         } catch {
             let dbusError = (error as? any DBusErrorConvertible)?.dbusError ?? DBusError.failed("\(error)")
-            guard let reply = try? MessageHandle.error(to: call, dbusError) else { return }
+            guard let reply = try? call.errorReply(dbusError) else { return }
             connection.send(reply)
         }
     }
@@ -393,22 +393,19 @@ extension ObjectServer {
     /// Sends the reply to `call` carrying `values`: where all are numbers,
     /// a copy of the stencil kept for its caller (`MessageStencil`), made
     /// from the first such reply to it, laid out in the outbox; else built.
-    fileprivate func sendReply(to call: MessageHandle, _ values: [Value], on connection: Connection) throws {
-        guard !values.isEmpty, values.allSatisfy({ $0.fixedBits != nil }),
-            let sender = dbus_message_get_sender(call.pointer)
-        else {
-            let reply = try MessageHandle.methodReturn(to: call)
+    fileprivate func sendReply(to call: ReceivedMessage, _ values: [Value], on connection: Connection) throws {
+        guard !values.isEmpty, values.allSatisfy({ $0.fixedBits != nil }), let caller = call.header.sender else {
+            let reply = try call.methodReturn()
             try reply.append(values)
             connection.send(reply)
             return
         }
-        let caller = String(cString: sender)
         if let stencil = replyStencils.withLock({ $0[caller] }), stencil.types.count == values.count,
-            connection.send(stencil, replyingTo: dbus_message_get_serial(call.pointer), values)
+            connection.send(stencil, replyingTo: call.serial, values)
         {
             return
         }
-        let reply = try MessageHandle.methodReturn(to: call)
+        let reply = try call.methodReturn()
         try reply.append(values)
         if let stencil = MessageStencil(copying: reply.pointer, types: values.map(\.type)) {
             replyStencils.withLock { stencils in

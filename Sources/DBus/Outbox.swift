@@ -17,10 +17,11 @@ import Posix
 /// sends it, as libdbus would.
 ///
 /// Everything written to the socket goes through here, under one lock, so
-/// that messages never interleave: every message's serial is given here,
-/// libdbus is asked to route Peer calls to the object server rather than
-/// answer them itself, and a message that carries file descriptors (which
-/// only libdbus can pass) is handed to libdbus in its place in the queue,
+/// that messages never interleave: every message's serial is given here
+/// (libdbus only authenticates the connection; the connection reads what
+/// the bus sends itself, `Inbox`), and a message that carries file
+/// descriptors (which only libdbus can pass) is handed to libdbus in its
+/// place in the queue,
 /// with nothing of ours written until libdbus has written all of it.
 /// The socket is libdbus's own descriptor: a duplicate would double the
 /// descriptors a process with many connections holds.
@@ -55,7 +56,7 @@ struct Outbox {
     /// another file by the time a thread writes, so the connection closes
     /// the outbox (`forget`) under its lock wherever libdbus may have closed
     /// it (`Connection.libdbusIO`). Nil once closed.
-    private var socket: FileDescriptor?
+    private(set) var socket: FileDescriptor?
     private var entries: [Entry] = []
     /// The bytes of the messages queued as copies of a stencil
     /// (`append(_:replyingTo:_:)`), emptied with the queue.
@@ -64,9 +65,8 @@ struct Outbox {
     private var head = 0
     /// Bytes of the entry at `head` already written.
     private var written = 0
-    /// The serial the next message gets. Hello, sent by libdbus before the
-    /// outbox takes over, had 1.
-    private var nextSerial: UInt32 = 2
+    /// The serial the next message gets; Hello, the first, has 1.
+    private var nextSerial: UInt32 = 1
     /// While true, messages are only queued (`hold`).
     private(set) var holding = false
     /// The parts of one write, kept from write to write: at 64 messages
@@ -158,8 +158,8 @@ struct Outbox {
             case .some(true): continue
             case .some(false): return .waitingForSocket
             case .none:
-                // The socket is broken: libdbus sees it at its next read
-                // and the connection ends; nothing queued can leave.
+                // The socket is broken: the connection's next read sees
+                // it and the connection ends; nothing queued can leave.
                 drop()
                 return .nothing
             }

@@ -46,16 +46,21 @@ final class HeaderStrings: Sendable {
 
     /// `text` (NUL-terminated UTF-8, as libdbus hands out header fields).
     func string(_ text: UnsafePointer<CChar>) -> String {
-        let length = strlen(text)
-        guard length > 15 else { return String(cString: text) }
+        string(UnsafeRawBufferPointer(start: text, count: strlen(text)))
+    }
+
+    /// `text` (UTF-8, as a message's header holds it).
+    func string(_ text: UnsafeRawBufferPointer) -> String {
+        let length = text.count
+        guard length > 15, let start = text.baseAddress else { return String(decoding: text, as: UTF8.self) }
         return recent.withLock { recent in
             for kept in recent.strings where kept.utf8.count == length {
                 let same = kept.utf8.withContiguousStorageIfAvailable { bytes in
-                    bytes.baseAddress.map { memcmp($0, text, length) == 0 } ?? false
+                    bytes.baseAddress.map { memcmp($0, start, length) == 0 } ?? false
                 }
                 if same == true { return kept }
             }
-            let made = String(cString: text)
+            let made = String(decoding: text, as: UTF8.self)
             if recent.strings.count < capacity {
                 recent.strings.append(made)
             } else {

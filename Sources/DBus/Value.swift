@@ -203,6 +203,8 @@ public final class UnixFileDescriptor: Hashable, Sendable {
     /// Takes ownership of `rawValue`.
     public init(owning rawValue: Int32) { descriptor = FileDescriptor(owning: rawValue) }
 
+    init(_ descriptor: FileDescriptor) { self.descriptor = descriptor }
+
     public static func == (lhs: UnixFileDescriptor, rhs: UnixFileDescriptor) -> Bool { lhs.rawValue == rhs.rawValue }
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }

@@ -1,6 +1,7 @@
 import CDBus
 import FoundationEssentials
 import Glibc
+import Posix
 
 /// A received message's body read from its bytes as the specification
 /// marshals them, rather than through libdbus's iterators, which walk the
@@ -22,6 +23,10 @@ struct WireReader {
     private var offset: Int
     /// Where the body ends.
     private var end: Int
+    /// The file descriptors that came with a message received by the
+    /// connection itself (`ReceivedMessage`), which an `h` indexes; nil
+    /// for a libdbus message, whose descriptors only its iterators hand out.
+    private let descriptors: [FileDescriptor]?
 
     /// The values of `message`'s body, or nil where the reader leaves it
     /// to libdbus (its body carries file descriptors).
@@ -91,9 +96,10 @@ struct WireReader {
 
     /// A reader over a body's bytes, which begin at a multiple of 8 in
     /// their message, as the specification lays them out.
-    init(body: UnsafeRawBufferPointer, bigEndian: Bool) {
+    init(body: UnsafeRawBufferPointer, bigEndian: Bool, descriptors: [FileDescriptor]? = nil) {
         bytes = body
         self.bigEndian = bigEndian
+        self.descriptors = descriptors
         offset = 0
         end = body.count
     }
@@ -101,6 +107,7 @@ struct WireReader {
     /// A reader at the start of `message`'s body.
     init(message: UnsafeRawBufferPointer) throws {
         bytes = message
+        descriptors = nil
         guard message.count >= 16 else { throw Self.malformed("shorter than its fixed header") }
         switch message[0] {
         case UInt8(ascii: "l"): bigEndian = false
@@ -121,6 +128,19 @@ struct WireReader {
         offset = bodyStart
         end = bodyStart + bodyLength
     }
+
+    /// A reader over the header fields of `message` (its whole bytes), the
+    /// `a(yv)` of `length` bytes that follows the fixed header.
+    init(fieldsOf message: UnsafeRawBufferPointer, bigEndian: Bool, length: Int) {
+        bytes = message
+        self.bigEndian = bigEndian
+        descriptors = nil
+        offset = 16
+        end = min(message.count, 16 + length)
+    }
+
+    /// True once every byte up to the end is read.
+    var isAtEnd: Bool { offset >= end }
 
     private static func malformed(_ what: String) -> DBusError {
         .invalidArgs("a message \(what)")
@@ -149,12 +169,20 @@ struct WireReader {
             guard let signature = Signature(rawValue: text) else { throw Self.malformed("with an invalid signature '\(text)'") }
             return .signature(signature)
         case .unixFD:
-            // Only libdbus can hand out the descriptor the index names.
-            throw CarriesDescriptors()
+            // In a libdbus message, only libdbus can hand out the
+            // descriptor the index names.
+            guard let descriptors else { throw CarriesDescriptors() }
+            let index = Int(try readUInt32())
+            guard index < descriptors.count else { throw Self.malformed("naming file descriptor \(index) of \(descriptors.count)") }
+            do {
+                return .unixFD(UnixFileDescriptor(try descriptors[index].duplicate()))
+            } catch {
+                throw DBusError.failed("cannot keep a file descriptor the message carries: \(error)")
+            }
         case .variant:
             let text = try readSignature()
             guard let inner = Self.singleType(text) else { throw Self.malformed("with a variant of signature '\(text)'") }
-            if Self.carriesDescriptors(inner) { throw CarriesDescriptors() }
+            if descriptors == nil, Self.carriesDescriptors(inner) { throw CarriesDescriptors() }
             return .variant(try read(inner))
         case .structure(let fields):
             try align(8)
@@ -234,7 +262,7 @@ struct WireReader {
 
     // MARK: Reading bytes
 
-    private mutating func align(_ boundary: Int) throws {
+    mutating func align(_ boundary: Int) throws {
         let aligned = (offset + boundary - 1) & ~(boundary - 1)
         guard aligned <= end else { throw Self.malformed("cut short") }
         offset = aligned
@@ -272,18 +300,40 @@ struct WireReader {
     }
 
     /// A signature: its one-byte length, its bytes and a NUL.
-    private mutating func readSignature() throws -> String {
-        let length = Int(try take(1) { $0.load(as: UInt8.self) })
-        return try text(length)
+    mutating func readSignature() throws -> String {
+        String(decoding: try readSignatureBytes(), as: UTF8.self)
+    }
+
+    /// A signature's bytes, without its NUL; valid while the reader's bytes are.
+    mutating func readSignatureBytes() throws -> UnsafeRawBufferPointer {
+        let length = Int(try readByte())
+        return try textBytes(length)
+    }
+
+    /// A string's or object path's bytes, without its NUL; valid while the
+    /// reader's bytes are.
+    mutating func readStringBytes() throws -> UnsafeRawBufferPointer {
+        let length = Int(try readUInt32())
+        return try textBytes(length)
+    }
+
+    mutating func readByte() throws -> UInt8 {
+        try take(1) { $0.load(as: UInt8.self) }
     }
 
     private mutating func text(_ length: Int) throws -> String {
+        // The bus checked the message's UTF-8 as it passed it on (libdbus
+        // checks it again where it reads the message itself); a decoding
+        // still never traps.
+        String(decoding: try textBytes(length), as: UTF8.self)
+    }
+
+    private mutating func textBytes(_ length: Int) throws -> UnsafeRawBufferPointer {
         guard length < end - offset, bytes[offset + length] == 0 else { throw Self.malformed("with a string not ended by NUL") }
         let utf8 = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
         if let base = utf8.baseAddress, memchr(base, 0, length) != nil { throw Self.malformed("with a NUL inside a string") }
         offset += length + 1
-        // libdbus refused the message where this is not UTF-8.
-        return String(decoding: utf8, as: UTF8.self)
+        return utf8
     }
 }
 
@@ -324,33 +374,22 @@ public struct ArgumentReader {
 /// out in order (`MethodDeclaration`'s bindings pass each straight to the
 /// handler, with no tuple of them in between). Read from the message's
 /// bytes, held while the arguments are read; from `Value`s where the call
-/// was decoded already, or where a variant carries a file descriptor,
-/// which only libdbus's iterators can hand out.
+/// was decoded already.
 public struct CallArguments: ~Copyable {
+    /// Holds the message whose bytes `reader` reads.
     private let call: MethodCall
-    /// A copy of the message's bytes, ours to free, where the reader is
-    /// not over libdbus's own (`WireReader.bodyReader`).
-    private let marshalled: UnsafeMutablePointer<CChar>?
     private var reader: ArgumentReader?
     private var values: [Value]?
     private var index = 0
 
     @usableFromInline
     init(_ call: MethodCall) throws {
+        self.call = call
         guard call.message.body.isEmpty, !call.message.signature.isEmpty else {
-            self.call = call
-            marshalled = nil
             values = call.message.body
             return
         }
-        let (copy, wire) = try WireReader.bodyReader(call.handle.pointer)
-        self.call = call
-        marshalled = copy
-        reader = ArgumentReader(wire: wire)
-    }
-
-    deinit {
-        if let marshalled { dbus_free(marshalled) }
+        reader = ArgumentReader(wire: call.handle.bodyReader())
     }
 
     /// The next argument as `T`. Fails only where `T`'s own rules refuse
@@ -359,13 +398,9 @@ public struct CallArguments: ~Copyable {
     mutating func next<T: DBusArgument>(_: T.Type) throws -> T {
         defer { index += 1 }
         if values == nil, var wire = reader {
-            do {
-                let value = try T.read(from: &wire)
-                reader = wire
-                return value
-            } catch is WireReader.CarriesDescriptors {
-                values = try call.handle.decodeBodyThroughIterators()
-            }
+            let value = try T.read(from: &wire)
+            reader = wire
+            return value
         }
         let values = values ?? []
         guard index < values.count else {

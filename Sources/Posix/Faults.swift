@@ -3,7 +3,7 @@ import Synchronization
 
 /// The system calls `Posix` wraps, by name: what a test makes fail.
 public enum SystemCall: String, Sendable, Hashable, CaseIterable {
-    case open, read, write, close, fsync, rename, unlink, mkdir, chmod, stat, poll, pipe, fcntl, kill, wait, eventfd, timer, dup, truncate, send
+    case open, read, write, close, fsync, rename, unlink, mkdir, chmod, stat, poll, pipe, fcntl, kill, wait, eventfd, timer, dup, truncate, send, receive
 }
 
 /// The one seam where a test makes a system call fail (swift-system's

@@ -100,6 +100,25 @@ public final class FileDescriptor: Sendable {
         }
     }
 
+    /// Reads what a socket holds, up to `buffer.count` bytes, without
+    /// waiting, and appends the file descriptors that came with them
+    /// (SCM_RIGHTS), owned and close-on-exec, to `descriptors`; 0 at the
+    /// end of the stream. Throws `Errno.wouldBlock` where nothing waits,
+    /// and EMSGSIZE where more descriptors came than one read takes (those
+    /// that came are closed).
+    /// The corresponding C function is `recvmsg`.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer, descriptors: inout [FileDescriptor]) throws(Errno) -> Int {
+        // The kernel passes at most 253 descriptors with one message (SCM_MAX_FD).
+        try withUnsafeTemporaryAllocation(of: Int32.self, capacity: 253) { received throws(Errno) -> Int in
+            var count: Int32 = 0
+            let length = try retryingInterrupts(.receive) {
+                today_receive(rawValue, buffer.baseAddress, buffer.count, received.baseAddress, Int32(received.count), &count)
+            }
+            for index in 0..<Int(count) { descriptors.append(FileDescriptor(owning: received[index])) }
+            return length
+        }
+    }
+
     /// Writes all of `bytes`, however many writes that takes.
     public func write(all bytes: UnsafeRawBufferPointer) throws(Errno) {
         var offset = 0

@@ -20,6 +20,15 @@ int today_set_thread_nice(int nice);
 /// /proc/<pid>/task/<tid>/comm show it.
 void today_set_thread_name(const char *name);
 
+/// Reads what `socket` holds, up to `length` bytes, without waiting, and
+/// the file descriptors that came with those bytes (SCM_RIGHTS), close-on-
+/// exec, up to `capacity` of them into `descriptors`, their number into
+/// `received`. The byte count (0 at the end of the stream), or -1 with
+/// errno (EAGAIN where nothing waits, EINTR where a signal came first).
+/// Where the sender passed more descriptors than fit, those received are
+/// closed and errno is EMSGSIZE.
+ssize_t today_receive(int socket, void *buffer, size_t length, int *descriptors, int capacity, int *received);
+
 /// A file descriptor that becomes readable when the process ends
 /// (pidfd_open, Linux 5.3); -1 with errno where the kernel lacks it.
 int today_pidfd_open(pid_t pid);

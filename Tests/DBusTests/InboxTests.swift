@@ -1,0 +1,199 @@
+import CDBus
+import Foundation
+import Posix
+import TestSupport
+import Testing
+@testable import DBus
+
+/// What the connection reads from the bus's socket itself (`Inbox`,
+/// `ReceivedMessage`): messages come whole however the stream is cut, with
+/// the header libdbus would read and the body's values; a message larger
+/// than a read waits for the rest; bytes that are no message end the
+/// stream with an error, and no mangled message ever traps.
+@Suite struct InboxTests {
+    /// The bytes of `message`, with serial `serial`, as the bus would send them.
+    static func bytes(of message: MessageHandle, serial: UInt32, sender: String? = nil) throws -> [UInt8] {
+        dbus_message_set_serial(message.pointer, serial)
+        if let sender { dbus_message_set_sender(message.pointer, sender) }
+        var marshalled: UnsafeMutablePointer<CChar>?
+        var count: Int32 = 0
+        try #require(dbus_message_marshal(message.pointer, &marshalled, &count) != 0)
+        let pointer = try #require(marshalled)
+        defer { dbus_free(pointer) }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: Int(count)))
+    }
+
+    /// A call of `Notify`-like shape, a signal with `padding` bytes, and an
+    /// error reply, from `:1.7`.
+    static func sample(padding: Int = 40) throws -> (bytes: [UInt8], expected: [Message]) {
+        let call = try MessageHandle.methodCall(
+            destination: "org.freedesktop.Notifications", path: ObjectPath("/org/freedesktop/Notifications"),
+            interface: InterfaceName("org.freedesktop.Notifications"), member: MemberName("Notify"))
+        let callBody: [Value] = [
+            .string("app"), .uint32(0), .string(""), .string("a summary of more than fifteen bytes"), .string("body"),
+            .strings(["default", "Open"]), .vardict([("urgency", .byte(2)), ("category", .string("im"))]), .int32(-1),
+        ]
+        try call.append(callBody)
+        let signal = try MessageHandle.signal(
+            path: ObjectPath("/org/example/Inbox"), interface: InterfaceName("org.example.Inbox"), member: MemberName("Sent"),
+            [.uint32(7), .bytes(Data(repeating: 0xA5, count: padding))])
+        var stream = try bytes(of: call, serial: 11, sender: ":1.7")
+        stream += try bytes(of: signal, serial: 12, sender: ":1.7")
+        // An error answering the call, as libdbus builds it.
+        let error = try MessageHandle.error(to: call, DBusError(.limitsExceeded, "too many"))
+        stream += try bytes(of: error, serial: 13, sender: ":1.7")
+        return (stream, [try call.decode(), try signal.decode(), try error.decode()])
+    }
+
+    /// A connected pair of sockets: the test writes to `theirs`, the inbox reads `ours`.
+    final class Pair {
+        let ours: FileDescriptor
+        let theirs: FileDescriptor
+
+        init() throws {
+            var fds: [Int32] = [0, 0]
+            try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+            ours = FileDescriptor(owning: fds[0])
+            theirs = FileDescriptor(owning: fds[1])
+        }
+
+        func write(_ bytes: ArraySlice<UInt8>) throws {
+            try bytes.withUnsafeBytes { try theirs.write(all: $0) }
+        }
+    }
+
+    /// Feeds `stream` to an inbox `piece` bytes at a time, reading after
+    /// each piece; the messages it gave.
+    static func received(_ stream: [UInt8], piece: Int) throws -> [ReceivedMessage] {
+        let pair = try Pair()
+        let inbox = Inbox()
+        var messages: [ReceivedMessage] = []
+        var offset = 0
+        while offset < stream.count {
+            let end = min(stream.count, offset + piece)
+            try pair.write(stream[offset..<end])
+            offset = end
+            while try inbox.read(from: pair.ours) == .read {}
+            while let message = try inbox.next() { messages.append(message) }
+        }
+        return messages
+    }
+
+    static func expectSame(_ received: ReceivedMessage, _ expected: Message) throws {
+        let message = try received.decode()
+        #expect(message.kind == expected.kind)
+        #expect(message.serial == expected.serial)
+        #expect(message.replySerial == expected.replySerial)
+        #expect(message.sender == expected.sender)
+        #expect(message.destination == expected.destination)
+        #expect(message.path == expected.path)
+        #expect(message.interface == expected.interface)
+        #expect(message.member == expected.member)
+        #expect(message.errorName == expected.errorName)
+        #expect(message.signature == expected.signature)
+        #expect(message.noReplyExpected == expected.noReplyExpected)
+        #expect(message.body == expected.body)
+    }
+
+    @Test(arguments: [1, 7, 16, 333, 1 << 16])
+    func messagesCutAnywhereComeWhole(piece: Int) throws {
+        let (stream, expected) = try Self.sample()
+        let messages = try Self.received(stream, piece: piece)
+        try #require(messages.count == expected.count)
+        for (message, wanted) in zip(messages, expected) { try Self.expectSame(message, wanted) }
+    }
+
+    @Test func aMessageLargerThanTheInboxComesWhole() throws {
+        // Four times what the inbox keeps, then a small one behind it.
+        let (stream, expected) = try Self.sample(padding: 4 * 2 * Inbox.readSize)
+        let messages = try Self.received(stream, piece: 5000)
+        try #require(messages.count == expected.count)
+        for (message, wanted) in zip(messages, expected) { try Self.expectSame(message, wanted) }
+        let again = try Self.received(stream + stream, piece: 100_000)
+        #expect(again.count == 2 * expected.count)
+    }
+
+    @Test func aBigEndianMessageReads() throws {
+        var bytes: [UInt8] = [UInt8(ascii: "B"), 1, 0, 1]
+        func u32(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian, Array.init) }
+        var fields: [UInt8] = []
+        func field(_ code: UInt8, _ type: UInt8, _ text: String) {
+            while fields.count % 8 != 0 { fields.append(0) }
+            fields += [code, 1, type, 0]
+            if type == UInt8(ascii: "g") { fields.append(UInt8(text.utf8.count)) } else { fields += u32(UInt32(text.utf8.count)) }
+            fields += Array(text.utf8) + [0]
+        }
+        field(1, UInt8(ascii: "o"), "/t")
+        field(3, UInt8(ascii: "s"), "M")
+        field(7, UInt8(ascii: "s"), ":1.9")
+        field(8, UInt8(ascii: "g"), "su")
+        let body: [UInt8] = u32(3) + Array("abc".utf8) + [0] + u32(0xDEAD_BEEF)
+        bytes += u32(UInt32(body.count)) + u32(5) + u32(UInt32(fields.count)) + fields
+        while bytes.count % 8 != 0 { bytes.append(0) }
+        bytes += body
+        let messages = try Self.received(bytes, piece: 3)
+        let message = try #require(messages.first).decode()
+        #expect(message.kind == .methodCall && message.serial == 5 && message.member == "M" && message.sender == ":1.9")
+        #expect(message.path == ObjectPath("/t") && message.interface == nil)
+        #expect(message.body == [.string("abc"), .uint32(0xDEAD_BEEF)])
+    }
+
+    @Test func aMessageOfAKindToComeIsSkipped() throws {
+        let (stream, expected) = try Self.sample()
+        var unknown = stream
+        unknown[1] = 9
+        let messages = try Self.received(unknown, piece: 1 << 16)
+        // The first message (the call) is of kind 9 now: the other two remain.
+        try #require(messages.count == expected.count - 1)
+        try Self.expectSame(messages[0], expected[1])
+    }
+
+    @Test func bytesThatAreNoMessageEndTheStream() throws {
+        let (stream, _) = try Self.sample()
+        for (offset, value, what) in [(0, UInt8(ascii: "x"), "byte order"), (3, 2, "version")] {
+            var broken = stream
+            broken[offset] = value
+            #expect(throws: DBusError.self, "a wrong \(what)") { try Self.received(broken, piece: 1 << 16) }
+        }
+        // A body longer than any message may be.
+        var huge = stream
+        huge.replaceSubrange(4..<8, with: withUnsafeBytes(of: UInt32(1 << 28).littleEndian, Array.init))
+        #expect(throws: DBusError.self) { try Self.received(huge, piece: 1 << 16) }
+    }
+
+    @Test func aMessageThatSaysItCarriesDescriptorsWithoutThemIsRefused() throws {
+        let call = try MessageHandle.methodCall(
+            destination: nil, path: ObjectPath("/t"), interface: InterfaceName("org.example.T"), member: MemberName("M"))
+        dbus_message_set_serial(call.pointer, 3)
+        _ = dbus_message_set_sender(call.pointer, ":1.3")
+        var bytes = try Self.bytes(of: call, serial: 3)
+        // A UNIX_FDS field (9, "u", 1) appended to the header fields.
+        let fieldsLength = Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 12, as: UInt32.self) })
+        var fields = Array(bytes[16..<16 + fieldsLength])
+        while fields.count % 8 != 0 { fields.append(0) }
+        fields += [9, 1, UInt8(ascii: "u"), 0] + withUnsafeBytes(of: UInt32(1).littleEndian, Array.init)
+        bytes = Array(bytes[0..<12]) + withUnsafeBytes(of: UInt32(fields.count).littleEndian, Array.init) + fields
+        while bytes.count % 8 != 0 { bytes.append(0) }
+        #expect(throws: DBusError.self) { try Self.received(bytes, piece: 1 << 16) }
+    }
+
+    @Test func mangledMessagesNeverTrap() throws {
+        let (stream, _) = try Self.sample()
+        var generator = SeededGenerator(state: 0x1B0C)
+        var refused = 0
+        for _ in 0..<3000 {
+            var mangled = stream
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                let index = Int.random(in: 0..<mangled.count, using: &generator)
+                mangled[index] = UInt8.random(in: 0...255, using: &generator)
+            }
+            do {
+                for message in try Self.received(mangled, piece: 1 << 16) { _ = try? message.decode() }
+            } catch {
+                refused += 1
+            }
+        }
+        // Most changes land in bodies and strings and are read; some break the framing.
+        #expect(refused > 0)
+    }
+}
