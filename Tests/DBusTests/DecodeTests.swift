@@ -63,12 +63,12 @@ import Testing
         #expect(throughIterators == Self.body)
     }
 
-    /// A big-endian message (as a client on another machine may send),
-    /// built by hand: header fields path, interface, member, signature.
-    @Test func aBigEndianBodyReads() throws {
+    /// A big-endian signal (as a client on another machine may send),
+    /// built by hand: header fields path (`/t`), interface
+    /// (`org.example.T`), member (`M`), signature; serial 1; and its body's values.
+    static func bigEndianSignal() -> (bytes: [UInt8], body: [Value]) {
         var bytes: [UInt8] = [UInt8(ascii: "B"), 4, 0, 1]
         func u32(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian, Array.init) }
-        func pad(_ to: Int) { while bytes.count % to != 0 { bytes.append(0) } }
         var fields: [UInt8] = []
         func field(_ code: UInt8, _ type: UInt8, _ text: String) {
             while fields.count % 8 != 0 { fields.append(0) }
@@ -88,8 +88,13 @@ import Testing
         body += entry
         bytes += u32(UInt32(body.count)) + u32(1) + u32(UInt32(fields.count))
         bytes += fields
-        pad(8)
+        while bytes.count % 8 != 0 { bytes.append(0) }
         bytes += body
+        return (bytes, [.uint16(0x1234), .uint32(0xDEAD_BEEF), .string("abc"), .vardict([("k", .uint32(5))])])
+    }
+
+    @Test func aBigEndianBodyReads() throws {
+        let (bytes, expected) = Self.bigEndianSignal()
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
@@ -101,7 +106,6 @@ import Testing
             return
         }
         let handle = MessageHandle(owning: raw)
-        let expected: [Value] = [.uint16(0x1234), .uint32(0xDEAD_BEEF), .string("abc"), .vardict([("k", .uint32(5))])]
         #expect(try handle.decodeBody() == expected)
         #expect(try handle.decodeBodyThroughIterators() == expected)
     }

@@ -114,28 +114,12 @@ import Testing
     }
 
     @Test func aBigEndianMessageReads() throws {
-        var bytes: [UInt8] = [UInt8(ascii: "B"), 1, 0, 1]
-        func u32(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian, Array.init) }
-        var fields: [UInt8] = []
-        func field(_ code: UInt8, _ type: UInt8, _ text: String) {
-            while fields.count % 8 != 0 { fields.append(0) }
-            fields += [code, 1, type, 0]
-            if type == UInt8(ascii: "g") { fields.append(UInt8(text.utf8.count)) } else { fields += u32(UInt32(text.utf8.count)) }
-            fields += Array(text.utf8) + [0]
-        }
-        field(1, UInt8(ascii: "o"), "/t")
-        field(3, UInt8(ascii: "s"), "M")
-        field(7, UInt8(ascii: "s"), ":1.9")
-        field(8, UInt8(ascii: "g"), "su")
-        let body: [UInt8] = u32(3) + Array("abc".utf8) + [0] + u32(0xDEAD_BEEF)
-        bytes += u32(UInt32(body.count)) + u32(5) + u32(UInt32(fields.count)) + fields
-        while bytes.count % 8 != 0 { bytes.append(0) }
-        bytes += body
+        let (bytes, body) = WireReaderTests.bigEndianSignal()
         let messages = try Self.received(bytes, piece: 3)
         let message = try #require(messages.first).decode()
-        #expect(message.kind == .methodCall && message.serial == 5 && message.member == "M" && message.sender == ":1.9")
-        #expect(message.path == ObjectPath("/t") && message.interface == nil)
-        #expect(message.body == [.string("abc"), .uint32(0xDEAD_BEEF)])
+        #expect(message.kind == .signal && message.serial == 1 && message.path == ObjectPath("/t"))
+        #expect(message.interface == "org.example.T" && message.member == "M" && message.signature == "qusa{sv}")
+        #expect(message.body == body)
     }
 
     @Test func aMessageOfAKindToComeIsSkipped() throws {
