@@ -1,6 +1,7 @@
 import CDBus
 import Foundation
 import Posix
+import Synchronization
 import TestSupport
 import Testing
 @testable import DBus
@@ -179,5 +180,119 @@ import Testing
         }
         // Most changes land in bodies and strings and are read; some break the framing.
         #expect(refused > 0)
+    }
+}
+
+/// A connection against a bus played by the test on a socket of its own:
+/// Hello is answered after a signal (which waits for the loop's first
+/// turn), the unique name comes from the answer, and bytes that are no
+/// message end the connection and tell whoever waits for its end.
+@Suite struct HandMadeBusTests {
+    /// Listens at a socket path, authenticates one client as dbus-daemon
+    /// would (EXTERNAL, file descriptors agreed) and hands the socket to `serve`.
+    final class FakeBus: @unchecked Sendable {
+        let path: String
+        private let listener: Int32
+
+        init() throws {
+            path = FileManager.default.temporaryDirectory.appendingPathComponent("fake-bus-\(UUID().uuidString)").path
+            listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+            }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            try #require(bound == 0 && listen(listener, 1) == 0)
+        }
+
+        deinit {
+            close(listener)
+            unlink(path)
+        }
+
+        var address: String { "unix:path=\(path)" }
+
+        /// Accepts the client, answers its authentication, and returns its
+        /// socket once it has said BEGIN.
+        func accept() -> Int32 {
+            let client = Glibc.accept(listener, nil, nil)
+            var text = ""
+            var byte: UInt8 = 0
+            while recv(client, &byte, 1, 0) == 1 {
+                guard byte != 0 else { continue }
+                text.append(Character(UnicodeScalar(byte)))
+                guard text.hasSuffix("\r\n") else { continue }
+                let line = text
+                text = ""
+                if line.hasPrefix("AUTH EXTERNAL") {
+                    send(client, "OK 0123456789abcdef0123456789abcdef\r\n")
+                } else if line.hasPrefix("AUTH") {
+                    send(client, "REJECTED EXTERNAL\r\n")
+                } else if line.hasPrefix("NEGOTIATE_UNIX_FD") {
+                    send(client, "AGREE_UNIX_FD\r\n")
+                } else if line.hasPrefix("BEGIN") {
+                    break
+                }
+            }
+            return client
+        }
+
+        func send(_ client: Int32, _ text: String) {
+            _ = Array(text.utf8).withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, 0) }
+        }
+
+        func send(_ client: Int32, _ bytes: [UInt8]) {
+            _ = bytes.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, 0) }
+        }
+    }
+
+    /// Hello's answer (to serial 1), naming the client `name`.
+    static func helloReply(_ name: String) throws -> [UInt8] {
+        let reply = try #require(dbus_message_new(DBUS_MESSAGE_TYPE_METHOD_RETURN))
+        let handle = MessageHandle(owning: reply)
+        dbus_message_set_reply_serial(reply, 1)
+        _ = dbus_message_set_sender(reply, "org.freedesktop.DBus")
+        try handle.append([.string(name)])
+        return try InboxTests.bytes(of: handle, serial: 1)
+    }
+
+    @Test func helloIsAnsweredAfterASignalAndGarbageEndsTheConnection() async throws {
+        let bus = try FakeBus()
+        let served = DispatchSemaphore(value: 0)
+        let client = Mutex<Int32>(-1)
+        DispatchQueue.global().async {
+            let socket = bus.accept()
+            client.withLock { $0 = socket }
+            do {
+                // A signal before the answer, as NameAcquired may come.
+                let signal = try MessageHandle.signal(
+                    path: ObjectPath("/org/freedesktop/DBus"), interface: InterfaceName("org.freedesktop.DBus"),
+                    member: MemberName("NameAcquired"), [.string(":1.77")])
+                bus.send(socket, try InboxTests.bytes(of: signal, serial: 2, sender: "org.freedesktop.DBus") + Self.helloReply(":1.77"))
+            } catch {
+                Issue.record("the fake bus could not answer: \(error)")
+            }
+            served.signal()
+        }
+        let connection = try await Connection.connect(address: bus.address)
+        #expect(connection.uniqueName == ":1.77")
+        #expect(served.wait(timeout: .now() + 5) == .success)
+        let lost = DispatchSemaphore(value: 0)
+        connection.onDisconnect { lost.signal() }
+        #expect(connection.isOpen)
+        // Sixteen bytes that cannot start a message.
+        bus.send(client.withLock { $0 }, Array("not a message...".utf8))
+        #expect(lost.wait(timeout: .now() + 5) == .success, "the connection did not end")
+        #expect(!connection.isOpen)
+        close(client.withLock { $0 })
+    }
+
+    @Test func aBusThatClosesBeforeHelloIsAnsweredFailsTheConnect() async throws {
+        let bus = try FakeBus()
+        DispatchQueue.global().async { close(bus.accept()) }
+        await #expect(throws: DBusError.self) { _ = try await Connection.connect(address: bus.address) }
     }
 }
