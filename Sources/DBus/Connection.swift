@@ -34,8 +34,11 @@ public final class Connection: @unchecked Sendable {
     /// Wakes the loop at the earliest deadline of the timed jobs
     /// (`submit(after:_:)`), armed only when that deadline changes: a poll
     /// with a timeout of its own would arm a kernel timer at every turn,
-    /// which on a virtual machine costs more than the turn's work.
-    private let timer: FileDescriptor
+    /// which on a virtual machine costs more than the turn's work. Made at
+    /// the first timed job: most connections (a client's, a command's)
+    /// never have one, and a process with many connections would hold a
+    /// descriptor more for each. Loop thread only.
+    private var timer: FileDescriptor?
     /// The deadline `timer` was last armed for, in milliseconds. Loop
     /// thread only.
     private var timerDeadline: Int64?
@@ -123,9 +126,8 @@ public final class Connection: @unchecked Sendable {
         self.uniqueName = unique
         do {
             wake = try FileDescriptor.eventCounter(nonBlocking: true)
-            timer = try FileDescriptor.monotonicTimer()
         } catch {
-            throw giveUp(DBusError.failed("cannot make the connection's wake-up counter and timer: \(error)"))
+            throw giveUp(DBusError.failed("cannot make the connection's wake-up counter: \(error)"))
         }
         self.objects = ObjectServer()
         objects.connection = self
@@ -443,7 +445,19 @@ public final class Connection: @unchecked Sendable {
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: self.wake.rawValue, events: Int16(POLLIN), revents: 0))
-            fds.append(pollfd(fd: timer.rawValue, events: Int16(POLLIN), revents: 0))
+            // Jobs this thread submitted since it took the queue: they run
+            // after what is ready to read, without waiting.
+            let (idle, earliest) = shared.withLock { state in
+                (state.jobs.isEmpty, state.timed.lazy.map(\.deadline).min())
+            }
+            // Never disarmed: a timed job leaves only once it is due, so the
+            // one-shot timer has already gone off when none is left.
+            if let earliest, earliest != timerDeadline {
+                if timer == nil { timer = try? FileDescriptor.monotonicTimer() }
+                if let timer, (try? timer.arm(atMonotonicNanoseconds: earliest * 1_000_000)) != nil { timerDeadline = earliest }
+            }
+            if let timer { fds.append(pollfd(fd: timer.rawValue, events: Int16(POLLIN), revents: 0)) }
+            let watched = fds.count
             // libdbus only writes (a message with file descriptors it has
             // not finished): its watches for reading are left alone.
             for watch in watches
@@ -459,24 +473,18 @@ public final class Connection: @unchecked Sendable {
                 let events = left == .waitingForSocket ? Int16(POLLIN | POLLOUT) : Int16(POLLIN)
                 fds.append(pollfd(fd: socket, events: events, revents: 0))
             }
-            // Jobs this thread submitted since it took the queue: they run
-            // after what is ready to read, without waiting.
-            let (idle, earliest) = shared.withLock { state in
-                (state.jobs.isEmpty, state.timed.lazy.map(\.deadline).min())
-            }
-            // Never disarmed: a timed job leaves only once it is due, so the
-            // one-shot timer has already gone off when none is left.
+            var wait = idle ? pollTimeout() : 0
+            // Without a timer (none could be made), the poll's own timeout.
             if let earliest, earliest != timerDeadline {
-                timerDeadline = earliest
-                try? timer.arm(atMonotonicNanoseconds: earliest * 1_000_000)
+                let due = Int32(clamping: max(0, earliest - Connection.now()))
+                wait = wait < 0 ? due : min(wait, due)
             }
-            let wait = idle ? pollTimeout() : 0
             guard (try? Poll.wait(&fds, timeout: wait)) != nil else { break }
             if fds[0].revents != 0 { self.wake.drain() }
-            if fds[1].revents != 0 { timer.drain() }
+            if let timer, fds[1].revents != 0 { timer.drain() }
             for (index, watch) in polled.enumerated() {
                 // An error or hang-up is the read's to find.
-                guard fds[index + 2].revents & Int16(POLLOUT) != 0, watches.contains(watch) else { continue }
+                guard fds[watched + index].revents & Int16(POLLOUT) != 0, watches.contains(watch) else { continue }
                 libdbusIO { dbus_watch_handle(watch, DBUS_WATCH_WRITABLE.rawValue) }
             }
             if socket != nil, fds[reading].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { receive() }
