@@ -10,8 +10,8 @@ import Synchronization
 /// libdbus authenticates the connection; from then on the connection
 /// reads and writes the socket itself (`Inbox`, `Outbox`), and libdbus
 /// only writes the rare message that carries file descriptors. The loop
-/// thread reads, dispatches and keeps the timeouts and pending calls; other threads hand it work through a queue and an
-/// eventfd. Messages that need no reply (replies, errors, signals) are sent
+/// thread reads, dispatches and keeps the timeouts and pending calls;
+/// other threads hand it work through a queue and an eventfd. Messages that need no reply (replies, errors, signals) are sent
 /// by whichever thread has them, at once: libdbus locks the connection for
 /// that, and a reply made on a provider's thread reaches the bus without
 /// waking the loop. Method handlers run as tasks, so a slow handler never
@@ -151,11 +151,11 @@ public final class Connection: @unchecked Sendable {
         let hello = try MessageHandle.methodCall(
             destination: "org.freedesktop.DBus", path: ObjectPath(unchecked: "/org/freedesktop/DBus"),
             interface: InterfaceName("org.freedesktop.DBus"), member: MemberName("Hello"))
-        var left = outbox.withLock { outbox in
+        let (serial, written) = outbox.withLock { outbox in
             let serial = outbox.append(hello)
             return (serial, outbox.flush(connection: nil))
         }
-        let serial = left.0
+        var left = written
         var early: [ReceivedMessage] = []
         while true {
             while let message = try inbox.next() {
@@ -171,10 +171,10 @@ public final class Connection: @unchecked Sendable {
             let remaining = deadline - Connection.now()
             guard remaining > 0 else { throw DBusError(.noReply, "Hello had no answer within \(helloTimeout / 1000) s") }
             var events = Int16(POLLIN)
-            if left.1 == .waitingForSocket { events |= Int16(POLLOUT) }
+            if left == .waitingForSocket { events |= Int16(POLLOUT) }
             var fds = [pollfd(fd: socket, events: events, revents: 0)]
             _ = try? Poll.wait(&fds, timeout: Int32(clamping: remaining))
-            if fds[0].revents & Int16(POLLOUT) != 0 { left.1 = outbox.withLock { $0.flush(connection: nil) } }
+            if fds[0].revents & Int16(POLLOUT) != 0 { left = outbox.withLock { $0.flush(connection: nil) } }
             guard fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
             let reading: Inbox.Reading
             do {

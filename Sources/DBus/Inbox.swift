@@ -24,12 +24,17 @@ final class ReceivedMessage: @unchecked Sendable {
     /// The descriptors the message carries; an `h` is an index here.
     private let descriptors: [FileDescriptor]
 
-    /// The message whose bytes are `bytes` (taken over), with `descriptors`.
-    init(taking bytes: UnsafeMutableRawBufferPointer, descriptors: [FileDescriptor]) throws {
+    /// The message whose bytes are `bytes` (taken over), with the
+    /// descriptors `take` hands over for the number its header counts
+    /// (taken for a message of a kind to come too, which is then refused
+    /// with `UnknownKind`).
+    init(taking bytes: UnsafeMutableRawBufferPointer, descriptors take: (Int) throws -> [FileDescriptor]) throws {
         self.bytes = bytes
-        self.descriptors = descriptors
         do {
-            (header, bodyStart, bigEndian) = try Self.readHeader(UnsafeRawBufferPointer(bytes), descriptors: descriptors.count)
+            let read = try Self.readHeader(UnsafeRawBufferPointer(bytes))
+            descriptors = try take(read.carried)
+            guard let header = read.header else { throw UnknownKind() }
+            (self.header, bodyStart, bigEndian) = (header, read.bodyStart, read.bigEndian)
         } catch {
             bytes.deallocate()
             throw error
@@ -141,20 +146,24 @@ final class ReceivedMessage: @unchecked Sendable {
         return size <= maximumSize ? size : nil
     }
 
-    private static func readHeader(_ bytes: UnsafeRawBufferPointer, descriptors: Int) throws -> (Message, Int, Bool) {
+    /// The header of the message `bytes`, nil for a kind to come; where its
+    /// body starts; its byte order; the descriptors it says it carries.
+    private static func readHeader(
+        _ bytes: UnsafeRawBufferPointer
+    ) throws -> (header: Message?, bodyStart: Int, bigEndian: Bool, carried: Int) {
         guard let size = size(fixedHeader: bytes), size == bytes.count else { throw malformed("whose lengths do not add up") }
         let bigEndian = bytes[0] == UInt8(ascii: "B")
         func number(at offset: Int) -> UInt32 {
             let raw = bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
             return bigEndian ? UInt32(bigEndian: raw) : UInt32(littleEndian: raw)
         }
-        let kind: Message.Kind
+        let kind: Message.Kind?
         switch bytes[1] {
         case 1: kind = .methodCall
         case 2: kind = .methodReturn
         case 3: kind = .error
         case 4: kind = .signal
-        default: throw UnknownKind()
+        default: kind = nil
         }
         let noReplyExpected = bytes[2] & 0x1 != 0
         let serial = number(at: 8)
@@ -203,9 +212,8 @@ final class ReceivedMessage: @unchecked Sendable {
             default: carried = try fields.readUInt32()
             }
         }
-        guard Int(carried) == descriptors else {
-            throw malformed("that says it carries \(carried) file descriptors, where \(descriptors) came with it")
-        }
+        let bodyStart = (fixedHeaderSize + fieldsLength + 7) & ~7
+        guard let kind else { return (nil, bodyStart, bigEndian, Int(carried)) }
         switch kind {
         case .methodCall:
             guard path != nil, member != nil else { throw malformed("calling without a path or a member") }
@@ -220,7 +228,7 @@ final class ReceivedMessage: @unchecked Sendable {
             kind: kind, serial: serial, replySerial: replySerial, sender: sender, destination: destination, path: path,
             interface: interface, member: member, errorName: errorName, signature: signature, body: [],
             noReplyExpected: noReplyExpected)
-        return (message, (fixedHeaderSize + fieldsLength + 7) & ~7, bigEndian)
+        return (message, bodyStart, bigEndian, Int(carried))
     }
 
     /// A message of a type later versions of the specification may add,
@@ -299,40 +307,19 @@ final class Inbox {
             bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: waiting[0..<size]))
             start += size
             if start == end { start = 0; end = 0 }
-            let carried = Self.carriedDescriptors(bytes)
-            guard carried <= descriptors.count else {
-                bytes.deallocate()
-                throw DBusError.failed("the bus sent a message with \(carried) file descriptors, where \(descriptors.count) came")
-            }
-            let taken = Array(descriptors[0..<carried])
-            descriptors.removeFirst(carried)
             do {
-                return try ReceivedMessage(taking: bytes, descriptors: taken)
+                return try ReceivedMessage(taking: bytes) { carried in
+                    guard carried <= descriptors.count else {
+                        throw DBusError.failed("the bus sent a message with \(carried) file descriptors, where \(descriptors.count) came")
+                    }
+                    defer { descriptors.removeFirst(carried) }
+                    return Array(descriptors[0..<carried])
+                }
             } catch is ReceivedMessage.UnknownKind {
                 continue
             }
         }
         return nil
-    }
-
-    /// The number of descriptors the message `bytes` says it carries (its
-    /// UNIX_FDS field), found without reading the rest of its header.
-    private static func carriedDescriptors(_ bytes: UnsafeMutableRawBufferPointer) -> Int {
-        let message = UnsafeRawBufferPointer(bytes)
-        let bigEndian = message[0] == UInt8(ascii: "B")
-        let raw = message.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
-        let fieldsLength = Int(bigEndian ? UInt32(bigEndian: raw) : UInt32(littleEndian: raw))
-        var fields = WireReader(fieldsOf: message, bigEndian: bigEndian, length: fieldsLength)
-        while !fields.isAtEnd {
-            guard (try? fields.align(8)) != nil, let code = try? fields.readByte(),
-                let type = try? fields.readSignatureBytes(), type.count >= 1
-            else { return 0 }
-            if code == 9, type.count == 1, type[0] == UInt8(ascii: "u") { return Int((try? fields.readUInt32()) ?? 0) }
-            guard let inner = try? DBusType.parseList(String(decoding: type, as: UTF8.self)), inner.count == 1,
-                (try? fields.read(inner[0])) != nil
-            else { return 0 }
-        }
-        return 0
     }
 
     /// Makes room for `more` bytes after `end`: the waiting bytes move to

@@ -122,13 +122,6 @@ final class MessageHandle: @unchecked Sendable {
         return message
     }
 
-    static func methodReturn(to call: MessageHandle) throws -> MessageHandle {
-        guard let pointer = dbus_message_new_method_return(call.pointer) else {
-            throw DBusError(.noMemory, "out of memory creating a reply")
-        }
-        return MessageHandle(owning: pointer)
-    }
-
     /// A method return with only a body, copied as the reply to many calls
     /// (see `reply(to:)`), so the body is marshalled once.
     static func replyTemplate(_ values: [Value]) throws -> MessageHandle {
@@ -155,21 +148,11 @@ final class MessageHandle: @unchecked Sendable {
         return reply
     }
 
-    static func error(to call: MessageHandle, _ error: DBusError) throws -> MessageHandle {
-        let text = Validation.isTransportable(error.message) ? error.message : "(message had a NUL byte)"
-        guard let pointer = dbus_message_new_error(call.pointer, error.name.rawValue, text) else {
-            throw DBusError(.noMemory, "out of memory creating an error reply")
-        }
-        return MessageHandle(owning: pointer)
-    }
-
     var signature: String { String(cString: dbus_message_get_signature(pointer)) }
 
     func setDestination(_ destination: String) {
         _ = dbus_message_set_destination(pointer, destination)
     }
-
-    func setNoReply() { dbus_message_set_no_reply(pointer, 1) }
 
     /// Appends `values`; on failure the message must not be sent.
     func append(_ values: [Value]) throws {
@@ -180,15 +163,17 @@ final class MessageHandle: @unchecked Sendable {
         }
     }
 
+    /// The message with its body's values, as libdbus holds it (one
+    /// demarshalled from bytes; the connection reads what the bus sends
+    /// itself, `ReceivedMessage`).
     func decode() throws -> Message {
         var message = decodeHeader()
         message.body = try decodeBody()
         return message
     }
 
-    /// The message's header, with an empty body: for a call whose body is
-    /// read once its method is known (`decodeBody(as:)`).
-    func decodeHeader() -> Message {
+    /// The message's header, with an empty body.
+    private func decodeHeader() -> Message {
         let kind: Message.Kind
         switch dbus_message_get_type(pointer) {
         case DBUS_MESSAGE_TYPE_METHOD_CALL: kind = .methodCall
@@ -216,15 +201,6 @@ final class MessageHandle: @unchecked Sendable {
     /// libdbus's iterators where it carries file descriptors.
     func decodeBody() throws -> [Value] {
         if let values = try WireReader.body(of: pointer, signature: signature) { return values }
-        return try decodeBodyThroughIterators()
-    }
-
-    /// The body's values, read as `method`'s inputs: the caller has checked
-    /// that the message's signature is the method's.
-    func decodeBody(as method: Method) throws -> [Value] {
-        if let values = try WireReader.body(of: pointer, types: method.inputTypes) {
-            return values
-        }
         return try decodeBodyThroughIterators()
     }
 

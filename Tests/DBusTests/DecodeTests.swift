@@ -24,11 +24,14 @@ import Testing
         let handle = MessageHandle(owning: raw)
         #expect(handle.signature.contains("h"))
         #expect(throws: DBusError.self) { try handle.decode() }
-        // Read as a method declaring those types (a call, once routed), the
-        // same: libdbus's to read, and refused.
+        // Received by a connection and read as a method declaring those
+        // types (a call, once routed), the same: refused.
         let types = try DBusType.parseList(handle.signature)
         let method = Method(MemberName("M"), in: types.enumerated().map { Argument("a\($0.offset)", $0.element) })
-        #expect(throws: DBusError.self) { try handle.decodeBody(as: method) }
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 8)
+        copy.copyBytes(from: bytes)
+        let received = try ReceivedMessage(taking: copy) { _ in [] }
+        #expect(throws: DBusError.self) { try received.decodeBody(as: method) }
     }
 }
 
